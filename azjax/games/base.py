@@ -1,0 +1,184 @@
+"""The game protocol: a `Game` record of static facts and pure, unbatched functions.
+
+A game is a frozen `Game` holding its static facts (`num_actions`, `observation_shape`, `max_length`) and pure
+functions over an explicit state pytree::
+
+    init(key) -> State
+    step(state, action) -> State
+    observe(state) -> Array          # observation_shape, from the side to move
+    render(state) -> str
+
+The functions are *unbatched*: callers batch them with `jax.vmap` and compile them with `jax.jit`.
+
+Every state carries the common fields of `State` (a game's own state class usually subclasses it):
+
+* `current_player` (int32 []): the player to move; player 0 moves first.
+* `legal_action_mask` (bool [A]): True where an action is legal. All False once the game is over.
+* `terminated` (bool []): the game is over.
+* `rewards` (float32 [2]): what each player (indexed by player id, *not* by who moved) received on the step that
+  produced this state: +1 win, -1 loss, 0 draw. Zero-sum. Non-zero only on the step that ends the game.
+
+Conventions every built-in game follows and `check_game` verifies:
+
+* Terminal states are absorbing: stepping a terminated state returns it unchanged, with zero rewards.
+* An illegal action (not in `legal_action_mask`) is never silently ignored: the player who made it loses the
+  game at once (rewards -1 for the mover, +1 for the opponent) and the state is terminated.
+* Observations are from the point of view of the player to move, so one network plays both seats and every
+  value it predicts is "for the player to move".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+
+@struct.dataclass
+class State:
+    """The fields every game state carries. Games subclass this and add their own board fields."""
+
+    current_player: jax.Array  # [] int32, the player to move (0 moves first)
+    legal_action_mask: jax.Array  # [A] bool, True = legal
+    terminated: jax.Array  # [] bool
+    rewards: jax.Array  # [2] float32, per player id, paid by the last step
+
+
+@dataclasses.dataclass(frozen=True)
+class Symmetry:
+    """A symmetry of a game: a transformation of observations with the matching permutation of actions.
+
+    Attributes:
+      name: a short label, e.g. "rot90" or "flip_lr".
+      transform: maps one (unbatched) observation [*observation_shape] to the observation of the transformed
+        position. Must keep shape and dtype.
+      action_index: a permutation of range(num_actions) that gathers per-action arrays into the transformed
+        position: `transformed[..., b] = original[..., action_index[b]]` for policies, logits and legal masks.
+    """
+
+    name: str
+    transform: Callable[[jax.Array], jax.Array]
+    action_index: tuple[int, ...]
+
+    def apply_to_actions(self, per_action: jax.Array) -> jax.Array:
+        """Permutes a per-action array [..., A] (policy, logits, mask) into the transformed position."""
+        return per_action[..., np.asarray(self.action_index)]
+
+    def map_action(self, action: jax.Array) -> jax.Array:
+        """The action of the transformed position that corresponds to `action` of the original one."""
+        inverse = np.argsort(np.asarray(self.action_index))
+        return jnp.asarray(inverse)[action]
+
+
+@dataclasses.dataclass(frozen=True)
+class Game:
+    """A two-player, zero-sum, perfect-information game as pure functions. See the module docstring.
+
+    Derive a variant with `dataclasses.replace(game, ...)`. Build positions for tests and analysis with
+    `from_ascii` where the game provides it: `game.from_ascii(game.render(state))` gives back `state`.
+
+    Attributes:
+      name: the registry name (with options, e.g. "gomoku(size=9)").
+      num_actions: A, the size of the action space (legal or not).
+      observation_shape: the shape of `observe(state)`, e.g. (H, W, C).
+      max_length: an upper bound on the number of moves in one game.
+      init: key -> State, the start position (the key is unused by deterministic games).
+      step: (State, int32 action) -> State.
+      observe: State -> float32 [*observation_shape], from the side to move.
+      render: State -> str, a human-readable board with coordinates.
+      symmetries: the board symmetries for data augmentation (identity excluded).
+      from_ascii: str -> State, builds a position from the text `render` prints (None if unsupported).
+      action_to_string: int -> str, a move's name for people (e.g. "b3").
+      string_to_action: str -> int, parses a person's move; raises ValueError with a hint when malformed.
+    """
+
+    name: str
+    num_actions: int
+    observation_shape: tuple[int, ...]
+    max_length: int
+    init: Callable[[jax.Array], State]
+    step: Callable[[State, jax.Array], State]
+    observe: Callable[[State], jax.Array]
+    render: Callable[[State], str]
+    symmetries: tuple[Symmetry, ...] = ()
+    from_ascii: Callable[[str], State] | None = None
+    action_to_string: Callable[[int], str] = str
+    string_to_action: Callable[[str], int] = int
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Helpers shared by the games: illegal moves, absorbing terminals, symmetries.
+
+
+def resolve_step(
+    state: State, new_state: State, action: jax.Array
+) -> State:
+    """Applies the protocol's rules around a game's raw transition.
+
+    Given the state before the move and `new_state` (what the rules produce for a legal `action`), returns:
+    `state` with zero rewards if it was already terminated (absorbing); a loss for the mover if `action` was
+    illegal or out of range; otherwise `new_state`.
+    """
+    mover = state.current_player
+    num_actions = state.legal_action_mask.shape[-1]
+    in_range = (action >= 0) & (action < num_actions)
+    illegal = ~in_range | ~state.legal_action_mask[jnp.clip(action, 0, num_actions - 1)]
+    loss = jnp.where(jnp.arange(2) == mover, -1.0, 1.0).astype(jnp.float32)
+    after_illegal = state.replace(
+        terminated=jnp.bool_(True),
+        rewards=loss,
+        legal_action_mask=jnp.zeros_like(state.legal_action_mask),
+    )
+    absorbed = state.replace(rewards=jnp.zeros_like(state.rewards))
+    pick = lambda a, b, c: jnp.where(state.terminated, a, jnp.where(illegal, b, c))  # noqa: E731
+    return jax.tree.map(pick, absorbed, after_illegal, new_state)
+
+
+def _dihedral_grid_maps(height: int, width: int) -> list[tuple[str, Callable[[np.ndarray], np.ndarray]]]:
+    """The board transformations (identity excluded) of the dihedral group that keep an H x W board's shape."""
+    maps: list[tuple[str, Callable[[np.ndarray], np.ndarray]]] = [
+        ("flip_lr", lambda x: x[:, ::-1]),
+        ("flip_ud", lambda x: x[::-1, :]),
+        ("rot180", lambda x: x[::-1, ::-1]),
+    ]
+    if height == width:
+        maps += [
+            ("rot90", lambda x: x.swapaxes(0, 1)[::-1]),  # counter-clockwise, as np.rot90
+            ("rot270", lambda x: x.swapaxes(0, 1)[:, ::-1]),
+            ("transpose", lambda x: x.swapaxes(0, 1)),
+            ("anti_transpose", lambda x: x.swapaxes(0, 1)[::-1, ::-1]),
+        ]
+    return maps
+
+
+def board_symmetries(
+    height: int,
+    width: int,
+    *,
+    names: Sequence[str] | None = None,
+    num_extra_actions: int = 0,
+) -> tuple[Symmetry, ...]:
+    """Symmetries of a board game whose actions are cells `row * width + col` (then `num_extra_actions` more,
+    e.g. a pass, which every symmetry leaves in place) and whose observation is [H, W, C].
+
+    Args:
+      height, width: the board's size.
+      names: keep only these transformations (of flip_lr, flip_ud, rot180 and, on square boards, rot90, rot270,
+        transpose, anti_transpose); all of them by default.
+      num_extra_actions: actions after the board cells that no symmetry moves.
+    """
+    grid = np.arange(height * width).reshape(height, width)
+    extra = tuple(range(height * width, height * width + num_extra_actions))
+    result = []
+    for name, grid_map in _dihedral_grid_maps(height, width):
+        if names is not None and name not in names:
+            continue
+        index = tuple(int(i) for i in grid_map(grid).ravel()) + extra
+        # The maps use only slicing and swapaxes of the two leading axes, so they act alike on numpy arrays (the
+        # action grid) and on jax observations [H, W, C], whose channels follow along.
+        result.append(Symmetry(name=name, transform=grid_map, action_index=index))  # type: ignore[arg-type]
+    return tuple(result)

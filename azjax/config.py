@@ -1,0 +1,327 @@
+"""Configuration: frozen dataclasses per concern, presets per game, and validation with clear errors.
+
+A `Config` is plain data, built explicitly and passed in: nothing is parsed or built at import time. Derive a
+variant with `dataclasses.replace` or `with_overrides(config, {"search.num_simulations": 64})`, which is what the
+command line's `--search.num_simulations 64` does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A config value is invalid; the message names the field and what to do."""
+
+
+@dataclasses.dataclass(frozen=True)
+class NetworkConfig:
+    """The AlphaZero ResNet: a conv stem, residual blocks, a policy head and a value head."""
+
+    num_blocks: int = 2  # residual blocks (two 3x3 convolutions each)
+    num_channels: int = 32  # channels of the stem and every block
+    value_hidden: int = 64  # units of the value head's hidden layer
+    compute_dtype: str = "float32"  # "bfloat16" computes in bf16 with float32 parameters (use on GPUs/TPUs)
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchConfig:
+    """mctx search: Gumbel MuZero (default) or PUCT (`muzero_policy`)."""
+
+    policy: str = "gumbel"  # "gumbel" (Gumbel MuZero) or "puct" (AlphaZero's PUCT with Dirichlet noise)
+    num_simulations: int = 32  # simulations per move
+    max_num_considered_actions: int = 16  # gumbel: actions sampled at the root for sequential halving
+    gumbel_scale: float = 1.0  # gumbel: scale of the root Gumbel noise (0 = deterministic)
+    dirichlet_alpha: float = 0.3  # puct: Dirichlet noise concentration at the root
+    dirichlet_fraction: float = 0.25  # puct: weight of the noise in the root prior
+    pb_c_init: float = 1.25  # puct: exploration constant
+    pb_c_base: float = 19652.0  # puct: exploration constant's visit-count scale
+    temperature_moves: int = 10  # puct: sample moves from visit counts for a game's first k moves, then greedy
+
+
+@dataclasses.dataclass(frozen=True)
+class SelfPlayConfig:
+    """Batched self-play: `num_games` games in parallel, `num_steps` moves each per iteration."""
+
+    num_games: int = 256  # games played in parallel (the batch B); finished games restart at once
+    num_steps: int = 32  # moves per game per iteration (T); games carry over between iterations
+    resign_threshold: float | None = None  # resign when the root value (for the mover) is below this; None = never
+    resign_disabled_fraction: float = 0.1  # share of games that never resign, to measure false positives
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """The optimisation: loss weights, optimizer, replay buffer."""
+
+    batch_size: int = 256  # positions per SGD step
+    num_sgd_steps: int = 16  # SGD steps per iteration
+    learning_rate: float = 1e-3  # peak learning rate
+    warmup_steps: int = 100  # linear warm-up of the learning rate (SGD steps)
+    lr_schedule: str = "constant"  # "constant" after warm-up, or "cosine" decay over the run's iterations
+    optimizer: str = "adam"  # "adam" or "sgd" (with momentum 0.9)
+    value_loss_weight: float = 1.0  # weight of the value MSE in the loss
+    weight_decay: float = 1e-4  # weight of the L2 penalty on the network's kernels
+    replay_capacity: int = 32768  # positions kept in the on-device ring buffer
+    augment: bool = True  # apply a random board symmetry to each sampled position
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Everything a training run needs. `azjax train --help` lists every field."""
+
+    game: str = "tic_tac_toe"  # a registered game (azjax.games.names())
+    seed: int = 0  # the run's random seed
+    num_iterations: int = 50  # iterations of self-play + training; `azjax train` may stop earlier on --seconds
+    network: NetworkConfig = dataclasses.field(default_factory=NetworkConfig)
+    search: SearchConfig = dataclasses.field(default_factory=SearchConfig)
+    selfplay: SelfPlayConfig = dataclasses.field(default_factory=SelfPlayConfig)
+    train: TrainConfig = dataclasses.field(default_factory=TrainConfig)
+
+    def validate(self) -> Config:
+        """Checks every field; returns self, or raises ConfigError naming the field and the fix."""
+        from azjax import games  # late: config must not build games at import time
+
+        if self.game not in games.names():
+            raise ConfigError(f"game: unknown game {self.game!r}; choose one of {', '.join(games.names())}")
+        _positive(self, "num_iterations")
+        _positive(self.network, "num_blocks", "network.")
+        _positive(self.network, "num_channels", "network.")
+        _positive(self.network, "value_hidden", "network.")
+        _choice(self.network.compute_dtype, ("float32", "bfloat16"), "network.compute_dtype")
+        _choice(self.search.policy, ("gumbel", "puct"), "search.policy")
+        _positive(self.search, "num_simulations", "search.")
+        _positive(self.search, "max_num_considered_actions", "search.")
+        if not 0.0 <= self.search.dirichlet_fraction <= 1.0:
+            raise ConfigError("search.dirichlet_fraction must lie in [0, 1]")
+        _positive(self.selfplay, "num_games", "selfplay.")
+        _positive(self.selfplay, "num_steps", "selfplay.")
+        if not 0.0 <= self.selfplay.resign_disabled_fraction <= 1.0:
+            raise ConfigError("selfplay.resign_disabled_fraction must lie in [0, 1]")
+        _positive(self.train, "batch_size", "train.")
+        _positive(self.train, "num_sgd_steps", "train.")
+        _positive(self.train, "replay_capacity", "train.")
+        if self.train.learning_rate <= 0:
+            raise ConfigError("train.learning_rate must be > 0")
+        _choice(self.train.lr_schedule, ("constant", "cosine"), "train.lr_schedule")
+        _choice(self.train.optimizer, ("adam", "sgd"), "train.optimizer")
+        if self.train.replay_capacity < self.train.batch_size:
+            raise ConfigError(
+                f"train.replay_capacity ({self.train.replay_capacity}) must be at least train.batch_size "
+                f"({self.train.batch_size})"
+            )
+        return self
+
+
+def _positive(section: Any, name: str, prefix: str = "") -> None:
+    value = getattr(section, name)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigError(f"{prefix}{name} must be a whole number >= 1, got {value!r}")
+
+
+def _choice(value: str, allowed: tuple[str, ...], name: str) -> None:
+    if value not in allowed:
+        raise ConfigError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Presets
+
+
+def _preset_tic_tac_toe_cpu() -> Config:
+    return Config(game="tic_tac_toe")
+
+
+def _preset_tic_tac_toe_gpu() -> Config:
+    return Config(
+        game="tic_tac_toe",
+        num_iterations=100,
+        network=NetworkConfig(num_blocks=4, num_channels=64),
+        search=SearchConfig(num_simulations=64),
+        selfplay=SelfPlayConfig(num_games=2048, num_steps=16),
+        train=TrainConfig(batch_size=1024, num_sgd_steps=32, replay_capacity=262144),
+    )
+
+
+def _preset_connect_four_cpu() -> Config:
+    return Config(
+        game="connect_four",
+        num_iterations=200,
+        network=NetworkConfig(num_blocks=3, num_channels=32),
+        search=SearchConfig(num_simulations=32),
+        selfplay=SelfPlayConfig(num_games=256, num_steps=32),
+        train=TrainConfig(batch_size=256, num_sgd_steps=32, replay_capacity=65536),
+    )
+
+
+def _preset_connect_four_gpu() -> Config:
+    return Config(
+        game="connect_four",
+        num_iterations=400,
+        network=NetworkConfig(num_blocks=6, num_channels=128, compute_dtype="bfloat16"),
+        search=SearchConfig(num_simulations=128),
+        selfplay=SelfPlayConfig(num_games=4096, num_steps=64),
+        train=TrainConfig(batch_size=2048, num_sgd_steps=64, learning_rate=2e-3, replay_capacity=1_048_576),
+    )
+
+
+PRESETS: dict[tuple[str, str], typing.Callable[[], Config]] = {
+    ("tic_tac_toe", "cpu"): _preset_tic_tac_toe_cpu,
+    ("tic_tac_toe", "gpu"): _preset_tic_tac_toe_gpu,
+    ("connect_four", "cpu"): _preset_connect_four_cpu,
+    ("connect_four", "gpu"): _preset_connect_four_gpu,
+}
+
+
+def get_config(game: str = "tic_tac_toe", preset: str = "cpu") -> Config:
+    """The preset config of a game: "cpu" (small, trains on a laptop) or "gpu" (thousands of parallel games).
+
+    A game without its own preset gets the generic defaults with `game` set.
+    """
+    if preset not in ("cpu", "gpu"):
+        raise ConfigError(f"preset must be 'cpu' or 'gpu', got {preset!r}")
+    factory = PRESETS.get((game, preset))
+    config = factory() if factory else Config(game=game)
+    return config.validate()
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Overrides and JSON
+
+
+def field_paths(config: Config | None = None) -> dict[str, tuple[type, Any, str]]:
+    """Every overridable field as {"section.name": (type, default, help)}; top-level fields have no section."""
+    config = config or Config()
+    comments = _field_comments()
+    paths: dict[str, tuple[type, Any, str]] = {}
+    for field in dataclasses.fields(config):
+        value = getattr(config, field.name)
+        if dataclasses.is_dataclass(value):
+            for sub in dataclasses.fields(value):
+                key = f"{field.name}.{sub.name}"
+                paths[key] = (_field_type(type(value), sub.name), getattr(value, sub.name), comments.get(key, ""))
+        else:
+            paths[field.name] = (_field_type(Config, field.name), value, comments.get(field.name, ""))
+    return paths
+
+
+def with_overrides(config: Config, overrides: dict[str, Any]) -> Config:
+    """A copy of `config` with dotted fields replaced, e.g. {"search.num_simulations": 64}; validated.
+
+    String values (from a command line or a JSON file) are converted to the field's type.
+    """
+    paths = field_paths(config)
+    sections: dict[str, dict[str, Any]] = {}
+    top: dict[str, Any] = {}
+    for key, raw in overrides.items():
+        if key not in paths:
+            close = [p for p in paths if p.split(".")[-1] == key.split(".")[-1]]
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ConfigError(f"unknown config field {key!r}{hint} (`azjax train --help` lists them)")
+        value = convert(raw, paths[key][0], key)
+        if "." in key:
+            section, name = key.split(".")
+            sections.setdefault(section, {})[name] = value
+        else:
+            top[key] = value
+    for section, changes in sections.items():
+        top[section] = dataclasses.replace(getattr(config, section), **changes)
+    return dataclasses.replace(config, **top).validate()
+
+
+def convert(raw: Any, kind: Any, key: str) -> Any:
+    """Converts `raw` (a string from the command line, or a JSON value) to the field type `kind`."""
+    optional = typing.get_origin(kind) in (typing.Union, types.UnionType) and type(None) in typing.get_args(kind)
+    if optional:
+        if raw is None or (isinstance(raw, str) and raw.lower() in ("none", "null", "")):
+            return None
+        kind = next(a for a in typing.get_args(kind) if a is not type(None))
+    try:
+        if kind is bool:
+            if isinstance(raw, bool):
+                return raw
+            if str(raw).lower() in ("true", "1", "yes"):
+                return True
+            if str(raw).lower() in ("false", "0", "no"):
+                return False
+            raise ValueError
+        if kind is int:
+            if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
+                raise ValueError
+            return int(raw)
+        if kind is float:
+            if isinstance(raw, bool):
+                raise ValueError
+            return float(raw)
+        if kind is str:
+            if not isinstance(raw, str):
+                raise ValueError
+            return raw
+    except (TypeError, ValueError):
+        pass
+    else:
+        raise ConfigError(f"{key}: unsupported field type {kind}")
+    name = getattr(kind, "__name__", str(kind))
+    raise ConfigError(f"{key} must be {'a' if name != 'int' else 'an'} {name}, got {raw!r}")
+
+
+def to_dict(config: Config) -> dict[str, Any]:
+    """The config as nested plain data (for JSON)."""
+    return dataclasses.asdict(config)
+
+
+def to_json(config: Config) -> str:
+    """The config as indented JSON, readable and loadable with `from_json`."""
+    return json.dumps(to_dict(config), indent=2, sort_keys=True)
+
+
+def from_dict(data: dict[str, Any]) -> Config:
+    """Builds a validated Config from nested plain data, rejecting unknown fields and wrong types by name."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"a config must be a JSON object, got {type(data).__name__}")
+    flat: dict[str, Any] = {}
+    sections = {f.name for f in dataclasses.fields(Config) if dataclasses.is_dataclass(f.default_factory)}  # type: ignore[arg-type]
+    for key, value in data.items():
+        if key in sections:
+            if not isinstance(value, dict):
+                raise ConfigError(f"config section {key!r} must be an object, got {value!r}")
+            flat.update({f"{key}.{name}": v for name, v in value.items()})
+        else:
+            flat[key] = value
+    return with_overrides(Config(), flat)
+
+
+def from_json(text: str) -> Config:
+    """Parses `to_json`'s output (or a hand-written subset of it) into a validated Config."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"the config is not valid JSON: {error}") from None
+    return from_dict(data)
+
+
+def _field_type(cls: type, name: str) -> Any:
+    return typing.get_type_hints(cls)[name]
+
+
+def _field_comments() -> dict[str, str]:
+    """The one-line comment beside each field in this module's source: the help text of `--section.field`."""
+    import inspect
+
+    comments: dict[str, str] = {}
+    for cls, prefix in (
+        (Config, ""),
+        (NetworkConfig, "network."),
+        (SearchConfig, "search."),
+        (SelfPlayConfig, "selfplay."),
+        (TrainConfig, "train."),
+    ):
+        for line in inspect.getsource(cls).splitlines():
+            stripped = line.strip()
+            if ":" in stripped and "  # " in stripped and not stripped.startswith("#"):
+                name = stripped.split(":")[0].strip()
+                comments[prefix + name] = stripped.split("  # ", 1)[1]
+    return comments

@@ -1,0 +1,132 @@
+"""Search: the one module that calls mctx.
+
+`make_search_fn(game, network, config)` builds a batched search over game states. The game itself is the model
+(AlphaZero, not MuZero): the tree's embeddings are game states, and the recurrent function steps the game.
+
+Sign conventions (mctx backs up `reward + discount * value`):
+* The network's value is for the player to move at a node.
+* The reward of an edge is what the player who moved *along that edge* received (`rewards[mover]`).
+* The discount is -1 between two non-terminal nodes: the child's value is for the opponent of the parent's mover,
+  so it flips sign. At a terminal child the discount and value are 0: only the final reward counts.
+Hence every Q-value and root value in the output is from the point of view of the player to move at the root.
+
+Illegal actions are masked at the root through mctx's `invalid_actions` (the inverse of `legal_action_mask`,
+inverted here and nowhere else) and inside the tree by giving them the lowest prior logit; should the tree still
+pick one, the game's own rule (an illegal move loses) makes it worthless.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import mctx
+from flax import struct
+
+from azjax.config import SearchConfig
+from azjax.games import Game, State
+
+# A network applied to a batch of observations: (variables, obs [B, ...]) -> (logits [B, A], value [B]).
+ApplyFn = Callable[[dict, jax.Array], tuple[jax.Array, jax.Array]]
+
+
+@struct.dataclass
+class SearchOutput:
+    """The result of searching a batch of B root states."""
+
+    action: jax.Array  # [B] int32, the move to play
+    policy_target: jax.Array  # [B, A] float32, the search's improved policy (zero on illegal actions)
+    root_value: jax.Array  # [B] float32, the search's value of the root, for the player to move there
+    network_value: jax.Array  # [B] float32, the network's raw value of the root, for the player to move there
+
+
+def masked_logits(logits: jax.Array, legal_action_mask: jax.Array) -> jax.Array:
+    """Logits [..., A] with illegal actions set to the lowest finite float32."""
+    return jnp.where(legal_action_mask, logits, jnp.finfo(logits.dtype).min)
+
+
+def evaluate_states(apply_fn: ApplyFn, variables: dict, game: Game, states: State) -> tuple[jax.Array, jax.Array]:
+    """The network on a batch of states: masked logits [B, A] and the value [B] for each state's player to move."""
+    observations = jax.vmap(game.observe)(states)
+    logits, value = apply_fn(variables, observations)
+    return masked_logits(logits, states.legal_action_mask), value
+
+
+def _recurrent_fn(
+    variables: dict, key: jax.Array, action: jax.Array, states: State, *, game: Game, apply_fn: ApplyFn
+) -> tuple[mctx.RecurrentFnOutput, State]:
+    del key  # the games are deterministic
+    mover = states.current_player
+    next_states = jax.vmap(game.step)(states, action)
+    logits, value = evaluate_states(apply_fn, variables, game, next_states)
+    reward = jnp.take_along_axis(next_states.rewards, mover[:, None], axis=1)[:, 0]
+    terminal = next_states.terminated
+    output = mctx.RecurrentFnOutput(
+        reward=reward,
+        discount=jnp.where(terminal, 0.0, -1.0),
+        prior_logits=logits,
+        value=jnp.where(terminal, 0.0, value),
+    )
+    return output, next_states
+
+
+def make_search_fn(
+    game: Game, apply_fn: ApplyFn, config: SearchConfig
+) -> Callable[[dict, jax.Array, State, jax.Array], SearchOutput]:
+    """Builds `search(variables, key, states, move_number) -> SearchOutput` for a batch of non-terminal states.
+
+    Args:
+      game: the game whose states are searched.
+      apply_fn: the network, (variables, observations [B, ...]) -> (logits [B, A], value [B]).
+      config: which policy (Gumbel MuZero or PUCT) and its hyperparameters.
+    The returned function takes `move_number` int32 [B], the number of moves already played in each game, which
+    PUCT's temperature schedule uses (sample for the first `temperature_moves` moves, then play the most visited).
+    It is pure and un-jitted: callers jit it (or the loop around it).
+    """
+    recurrent_fn = functools.partial(_recurrent_fn, game=game, apply_fn=apply_fn)
+
+    def search(variables: dict, key: jax.Array, states: State, move_number: jax.Array) -> SearchOutput:
+        logits, value = evaluate_states(apply_fn, variables, game, states)
+        root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states)
+        invalid_actions = ~states.legal_action_mask
+        if config.policy == "gumbel":
+            output = mctx.gumbel_muzero_policy(
+                variables,
+                key,
+                root,
+                recurrent_fn,
+                num_simulations=config.num_simulations,
+                invalid_actions=invalid_actions,
+                max_depth=game.max_length,
+                max_num_considered_actions=config.max_num_considered_actions,
+                gumbel_scale=config.gumbel_scale,
+            )
+            action = output.action
+        else:
+            output = mctx.muzero_policy(
+                variables,
+                key,
+                root,
+                recurrent_fn,
+                num_simulations=config.num_simulations,
+                invalid_actions=invalid_actions,
+                max_depth=game.max_length,
+                dirichlet_fraction=config.dirichlet_fraction,
+                dirichlet_alpha=config.dirichlet_alpha,
+                pb_c_init=config.pb_c_init,
+                pb_c_base=config.pb_c_base,
+                temperature=1.0,
+            )
+            # Temperature schedule: mctx sampled from the visit counts; past the opening, play the most visited.
+            most_visited = jnp.argmax(output.action_weights, axis=-1)
+            action = jnp.where(move_number < config.temperature_moves, output.action, most_visited)
+        return SearchOutput(
+            action=action.astype(jnp.int32),
+            policy_target=output.action_weights,
+            root_value=output.search_tree.summary().value,
+            network_value=value,
+        )
+
+    return search

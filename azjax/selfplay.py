@@ -1,0 +1,169 @@
+"""Batched self-play under `lax.scan`, and the value targets of its trajectories.
+
+B games run in parallel for T moves. A game that ends restarts at once in its slot, so the batch stays full, and
+games carry over from one call to the next in `SelfPlayState`. Value targets are the final outcome of each
+position's game *from the point of view of the player to move in that position*; positions whose game has not
+ended by the last step of the scan get no target (`value_mask` False) and are not trained on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from azjax.config import SelfPlayConfig
+from azjax.games import Game, State
+from azjax.search import SearchOutput
+
+
+@struct.dataclass
+class SelfPlayState:
+    """The B games in progress, carried across iterations."""
+
+    game_state: State  # batched [B] game states, never terminal
+    move_number: jax.Array  # [B] int32, moves played so far in each game
+    resign_disabled: jax.Array  # [B] bool, this game may not resign (measures resignation false positives)
+    would_resign: jax.Array  # [B, 2] bool, a player's root value fell below the threshold in this game
+
+
+@struct.dataclass
+class Trajectory:
+    """What T steps of B games recorded; every array is [T, B, ...]."""
+
+    observation: jax.Array  # [T, B, *obs] float32, from the side to move
+    policy_target: jax.Array  # [T, B, A] float32, the search's policy
+    current_player: jax.Array  # [T, B] int32, the player to move at this position
+    move_number: jax.Array  # [T, B] int32, moves played in this game before this position
+    root_value: jax.Array  # [T, B] float32, the search's value for the player to move
+    terminated: jax.Array  # [T, B] bool, the move made here ended the game
+    rewards: jax.Array  # [T, B, 2] float32, per player id, paid by the move made here
+    resigned: jax.Array  # [T, B] bool, the player to move resigned here
+    would_have_resigned: jax.Array  # [T, B, 2] bool, a game that could not resign ended here, and this player's
+    #   root value had fallen below the resignation threshold in it
+    false_positive: jax.Array  # [T, B, 2] bool, would_have_resigned, yet this player did not lose
+
+
+SearchFn = Callable[[dict, jax.Array, State, jax.Array], SearchOutput]
+
+
+def init_selfplay(key: jax.Array, game: Game, config: SelfPlayConfig) -> SelfPlayState:
+    """B fresh games; a `resign_disabled_fraction` share of them will never resign."""
+    init_key, resign_key = jax.random.split(key)
+    game_state = jax.vmap(game.init)(jax.random.split(init_key, config.num_games))
+    return SelfPlayState(
+        game_state=game_state,
+        move_number=jnp.zeros(config.num_games, jnp.int32),
+        resign_disabled=jax.random.uniform(resign_key, (config.num_games,)) < config.resign_disabled_fraction,
+        would_resign=jnp.zeros((config.num_games, 2), bool),
+    )
+
+
+def run_selfplay(
+    key: jax.Array,
+    variables: dict,
+    selfplay_state: SelfPlayState,
+    *,
+    game: Game,
+    search_fn: SearchFn,
+    config: SelfPlayConfig,
+) -> tuple[SelfPlayState, Trajectory]:
+    """Plays T = `config.num_steps` moves in each of the B games.
+
+    Returns the games in progress afterwards and the trajectory [T, B]. Pure and un-jitted.
+    """
+    step_keys = jax.random.split(key, config.num_steps)
+
+    def body(carry: SelfPlayState, step_key: jax.Array) -> tuple[SelfPlayState, Trajectory]:
+        return _selfplay_step(step_key, variables, carry, game=game, search_fn=search_fn, config=config)
+
+    return jax.lax.scan(body, selfplay_state, step_keys)
+
+
+def _selfplay_step(
+    key: jax.Array,
+    variables: dict,
+    carry: SelfPlayState,
+    *,
+    game: Game,
+    search_fn: SearchFn,
+    config: SelfPlayConfig,
+) -> tuple[SelfPlayState, Trajectory]:
+    search_key, reset_key, resign_key = jax.random.split(key, 3)
+    state = carry.game_state
+    mover = state.current_player
+    mover_one_hot = jax.nn.one_hot(mover, 2, dtype=bool)
+    searched = search_fn(variables, search_key, state, carry.move_number)
+    next_state = jax.vmap(game.step)(state, searched.action)
+
+    # Resignation: the mover gives up when the search values its position below the threshold.
+    below = searched.root_value < (config.resign_threshold if config.resign_threshold is not None else -jnp.inf)
+    resigned = below & ~carry.resign_disabled
+    loss_for_mover = jnp.where(mover_one_hot, -1.0, 1.0).astype(jnp.float32)
+    next_state = next_state.replace(
+        terminated=next_state.terminated | resigned,
+        rewards=jnp.where(resigned[:, None], loss_for_mover, next_state.rewards),
+        legal_action_mask=next_state.legal_action_mask & ~resigned[:, None],
+    )
+    would_resign = carry.would_resign | (below[:, None] & mover_one_hot)
+    done = next_state.terminated
+    would_have_resigned = (done & carry.resign_disabled)[:, None] & would_resign
+
+    record = Trajectory(
+        observation=jax.vmap(game.observe)(state),
+        policy_target=searched.policy_target,
+        current_player=mover,
+        move_number=carry.move_number,
+        root_value=searched.root_value,
+        terminated=done,
+        rewards=next_state.rewards,
+        resigned=resigned,
+        would_have_resigned=would_have_resigned,
+        false_positive=would_have_resigned & (next_state.rewards > -1.0),
+    )
+
+    # Finished games restart in place; a restarted slot draws anew whether it may resign.
+    reset_keys = jax.random.split(reset_key, mover.shape[0])
+    fresh = jax.vmap(game.init)(reset_keys)
+    game_state = jax.tree.map(lambda f, n: jnp.where(_expand(done, n), f, n), fresh, next_state)
+    new_disabled = jax.random.uniform(resign_key, done.shape) < config.resign_disabled_fraction
+    carry = SelfPlayState(
+        game_state=game_state,
+        move_number=jnp.where(done, 0, carry.move_number + 1),
+        resign_disabled=jnp.where(done, new_disabled, carry.resign_disabled),
+        would_resign=would_resign & ~done[:, None],
+    )
+    return carry, record
+
+
+def _expand(mask: jax.Array, like: jax.Array) -> jax.Array:
+    return mask.reshape(mask.shape + (1,) * (like.ndim - mask.ndim))
+
+
+def compute_value_targets(trajectory: Trajectory) -> tuple[jax.Array, jax.Array]:
+    """The final outcome of each position's game, for the player to move there.
+
+    A reverse scan over [T, B] accumulates each game's per-player return (the rewards of the move that ends the
+    game; nothing carries back across a game's end, so games that end and restart within the scan stay apart).
+
+    Returns:
+      value_target: [T, B] float32, the outcome for `trajectory.current_player` (+1 win, -1 loss, 0 draw).
+      value_mask: [T, B] bool, the position's game ended within the scan (otherwise the target is unknown).
+    """
+
+    def body(later: tuple[jax.Array, jax.Array], step: tuple[jax.Array, ...]) -> tuple[tuple, tuple]:
+        later_return, later_ended = later
+        terminated, rewards, current_player = step
+        continues = ~terminated
+        ret = rewards + jnp.where(continues[:, None], later_return, 0.0)  # [B, 2] per player id
+        ended = terminated | (continues & later_ended)
+        target = jnp.take_along_axis(ret, current_player[:, None], axis=1)[:, 0]
+        return (ret, ended), (target, ended)
+
+    num_games = trajectory.terminated.shape[1]
+    init = (jnp.zeros((num_games, 2), jnp.float32), jnp.zeros(num_games, bool))
+    steps = (trajectory.terminated, trajectory.rewards, trajectory.current_player)
+    _, (value_target, value_mask) = jax.lax.scan(body, init, steps, reverse=True)
+    return value_target, value_mask

@@ -1,0 +1,226 @@
+"""Training: the loss, the SGD step, and `make_train_iteration`, the one compiled unit of a run.
+
+One iteration = self-play (B games x T moves with search) -> value targets -> replay insert -> a `lax.scan` of
+SGD steps on positions sampled from the replay buffer. `make_train_iteration(config)` returns it as a pure
+function `RunState -> (RunState, metrics)`; jit it once with the run state donated::
+
+    run_state = init_run_state(config)
+    iteration = jax.jit(make_train_iteration(config), donate_argnums=0)
+    for _ in range(config.num_iterations):
+        run_state, metrics = iteration(run_state)
+
+Nothing here assumes a single device: the game batch and the SGD batch are leading axes that can be sharded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+
+from azjax import games, replay, selfplay
+from azjax.config import Config, TrainConfig
+from azjax.networks import AlphaZeroNetwork, init_variables, make_network
+from azjax.search import make_search_fn
+
+
+@struct.dataclass
+class TrainState:
+    """The network's variables and the optimizer's state."""
+
+    params: dict
+    batch_stats: dict
+    opt_state: optax.OptState
+    step: jax.Array  # [] int32, SGD steps taken
+
+    @property
+    def variables(self) -> dict:
+        """The network variables for `network.apply`."""
+        return {"params": self.params, "batch_stats": self.batch_stats}
+
+
+@struct.dataclass
+class RunState:
+    """Everything a run carries from one iteration to the next (and what a checkpoint holds)."""
+
+    train_state: TrainState
+    selfplay: selfplay.SelfPlayState
+    replay: replay.ReplayBuffer
+    key: jax.Array  # the run's random key
+    iteration: jax.Array  # [] int32, iterations completed
+
+
+@dataclasses.dataclass(frozen=True)
+class Components:
+    """The static objects a config determines: the game, the network, the optimizer and the search."""
+
+    game: games.Game
+    network: AlphaZeroNetwork
+    optimizer: optax.GradientTransformation
+    search_fn: selfplay.SearchFn
+
+
+def make_components(config: Config) -> Components:
+    """Builds the game, network, optimizer and search function that `config` describes."""
+    config.validate()
+    game = games.make(config.game)
+    network = make_network(config.network, game.num_actions)
+    apply_fn = functools.partial(network.apply, train=False)
+    search_fn = make_search_fn(game, apply_fn, config.search)
+    return Components(game, network, make_optimizer(config.train, config.num_iterations), search_fn)
+
+
+def make_optimizer(config: TrainConfig, num_iterations: int) -> optax.GradientTransformation:
+    """The optimizer with its learning-rate schedule (linear warm-up, then constant or cosine decay)."""
+    total_steps = max(num_iterations * config.num_sgd_steps, config.warmup_steps + 1)
+    if config.lr_schedule == "cosine":
+        schedule = optax.warmup_cosine_decay_schedule(
+            0.0, config.learning_rate, config.warmup_steps, total_steps, end_value=config.learning_rate * 0.01
+        )
+    else:
+        schedule = optax.join_schedules(
+            [optax.linear_schedule(0.0, config.learning_rate, config.warmup_steps),
+             optax.constant_schedule(config.learning_rate)],
+            [config.warmup_steps],
+        )
+    if config.optimizer == "sgd":
+        return optax.sgd(schedule, momentum=0.9)
+    return optax.adam(schedule)
+
+
+def init_run_state(config: Config, key: jax.Array | None = None) -> RunState:
+    """A fresh run: initial network, optimizer state, empty replay buffer and B new games."""
+    parts = make_components(config)
+    key = jax.random.key(config.seed) if key is None else key
+    network_key, selfplay_key, run_key = jax.random.split(key, 3)
+    variables = init_variables(parts.network, network_key, parts.game.observation_shape)
+    train_state = TrainState(
+        params=variables["params"],
+        batch_stats=variables["batch_stats"],
+        opt_state=parts.optimizer.init(variables["params"]),
+        step=jnp.int32(0),
+    )
+    return RunState(
+        train_state=train_state,
+        selfplay=selfplay.init_selfplay(selfplay_key, parts.game, config.selfplay),
+        replay=replay.init_replay(parts.game, config.train.replay_capacity),
+        key=run_key,
+        iteration=jnp.int32(0),
+    )
+
+
+def compute_loss(
+    params: dict, batch_stats: dict, batch: replay.Batch, *, network: AlphaZeroNetwork, config: TrainConfig
+) -> tuple[jax.Array, tuple[dict, dict]]:
+    """The AlphaZero loss on a batch: policy cross-entropy + weighted value MSE + L2 on the kernels.
+
+    Returns the total loss and (metrics, updated batch-norm statistics).
+    """
+    (logits, value), updates = network.apply(
+        {"params": params, "batch_stats": batch_stats}, batch.observation, train=True, mutable=["batch_stats"]
+    )
+    policy_loss = jnp.mean(optax.softmax_cross_entropy(logits, batch.policy_target))
+    value_loss = jnp.mean(jnp.square(value - batch.value_target))
+    kernels = [x for path, x in jax.tree_util.tree_leaves_with_path(params) if "kernel" in jax.tree_util.keystr(path)]
+    l2 = sum(jnp.sum(jnp.square(k)) for k in kernels)
+    total = policy_loss + config.value_loss_weight * value_loss + config.weight_decay * l2
+    metrics = {"loss": total, "policy_loss": policy_loss, "value_loss": value_loss, "l2": l2}
+    return total, (metrics, updates["batch_stats"])
+
+
+def train_step(
+    train_state: TrainState,
+    batch: replay.Batch,
+    *,
+    network: AlphaZeroNetwork,
+    optimizer: optax.GradientTransformation,
+    config: TrainConfig,
+) -> tuple[TrainState, dict]:
+    """One SGD step on `batch`; returns the new state and the loss metrics."""
+    grad_fn = jax.grad(compute_loss, has_aux=True)
+    grads, (metrics, batch_stats) = grad_fn(
+        train_state.params, train_state.batch_stats, batch, network=network, config=config
+    )
+    updates, opt_state = optimizer.update(grads, train_state.opt_state, train_state.params)
+    new_state = TrainState(
+        params=optax.apply_updates(train_state.params, updates),
+        batch_stats=batch_stats,
+        opt_state=opt_state,
+        step=train_state.step + 1,
+    )
+    metrics["grad_norm"] = optax.global_norm(grads)
+    return new_state, metrics
+
+
+def make_train_iteration(config: Config) -> Callable[[RunState], tuple[RunState, dict]]:
+    """The whole training iteration as one pure function `RunState -> (RunState, metrics)`; jit it once.
+
+    Metrics are scalars: SGD losses averaged over the iteration's steps, and self-play statistics (games finished,
+    positions added, mean game length, the share of games won by player 0 and drawn, resignations).
+    """
+    parts = make_components(config)
+    return functools.partial(_train_iteration, parts=parts, config=config)
+
+
+def _train_iteration(run_state: RunState, *, parts: Components, config: Config) -> tuple[RunState, dict]:
+    selfplay_key, sgd_key, next_key = jax.random.split(run_state.key, 3)
+    game = parts.game
+
+    games_state, trajectory = selfplay.run_selfplay(
+        selfplay_key,
+        run_state.train_state.variables,
+        run_state.selfplay,
+        game=game,
+        search_fn=parts.search_fn,
+        config=config.selfplay,
+    )
+    value_target, value_mask = selfplay.compute_value_targets(trajectory)
+    flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731  [T, B, ...] -> [T * B, ...]
+    positions = replay.Batch(
+        observation=flat(trajectory.observation),
+        policy_target=flat(trajectory.policy_target),
+        value_target=flat(value_target),
+    )
+    buffer = replay.add(run_state.replay, positions, flat(value_mask))
+
+    def sgd_body(train_state: TrainState, key: jax.Array) -> tuple[TrainState, dict]:
+        batch = replay.sample(key, buffer, config.train.batch_size, game, augment=config.train.augment)
+        return train_step(
+            train_state, batch, network=parts.network, optimizer=parts.optimizer, config=config.train
+        )
+
+    sgd_keys = jax.random.split(sgd_key, config.train.num_sgd_steps)
+    train_state, sgd_metrics = jax.lax.scan(sgd_body, run_state.train_state, sgd_keys)
+
+    metrics = {name: jnp.mean(values) for name, values in sgd_metrics.items()}
+    metrics.update(_selfplay_metrics(trajectory, value_mask))
+    metrics["replay_size"] = buffer.size
+    new_state = RunState(
+        train_state=train_state,
+        selfplay=games_state,
+        replay=buffer,
+        key=next_key,
+        iteration=run_state.iteration + 1,
+    )
+    return new_state, metrics
+
+
+def _selfplay_metrics(trajectory: selfplay.Trajectory, value_mask: jax.Array) -> dict:
+    done = trajectory.terminated
+    num_done = jnp.sum(done)
+    per_game = lambda x: jnp.sum(x) / jnp.maximum(num_done, 1)  # noqa: E731
+    checked = jnp.sum(trajectory.would_have_resigned)
+    return {
+        "games_finished": num_done,
+        "positions_added": jnp.sum(value_mask),
+        "game_length": per_game(jnp.where(done, trajectory.move_number + 1, 0)),
+        "player0_win_rate": per_game(done & (trajectory.rewards[..., 0] > 0)),
+        "draw_rate": per_game(done & (trajectory.rewards[..., 0] == 0)),
+        "resign_rate": per_game(trajectory.resigned),
+        "resign_false_positive_rate": jnp.sum(trajectory.false_positive) / jnp.maximum(checked, 1),
+    }

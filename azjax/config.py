@@ -49,6 +49,7 @@ class SelfPlayConfig:
 
     num_games: int = 256  # games played in parallel (the batch B); finished games restart at once
     num_steps: int = 32  # moves per game per iteration (T); games carry over between iterations
+    opening_moves: int = 0  # each game starts after 0..k uniformly random moves (not recorded), for diversity
     resign_threshold: float | None = None  # resign when the root value (for the mover) is below this; None = never
     resign_disabled_fraction: float = 0.1  # share of games that never resign, to measure false positives
 
@@ -99,6 +100,8 @@ class Config:
             raise ConfigError("search.dirichlet_fraction must lie in [0, 1]")
         _positive(self.selfplay, "num_games", "selfplay.")
         _positive(self.selfplay, "num_steps", "selfplay.")
+        if self.selfplay.opening_moves < 0:
+            raise ConfigError(f"selfplay.opening_moves must be >= 0, got {self.selfplay.opening_moves}")
         if not 0.0 <= self.selfplay.resign_disabled_fraction <= 1.0:
             raise ConfigError("selfplay.resign_disabled_fraction must lie in [0, 1]")
         _positive(self.train, "batch_size", "train.")

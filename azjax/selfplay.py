@@ -16,6 +16,7 @@ from flax import struct
 
 from azjax.config import SelfPlayConfig
 from azjax.games import Game, State
+from azjax.games.base import random_opening
 from azjax.search import SearchOutput
 
 
@@ -49,13 +50,25 @@ class Trajectory:
 SearchFn = Callable[[dict, jax.Array, State, jax.Array], SearchOutput]
 
 
+def new_games(key: jax.Array, game: Game, config: SelfPlayConfig) -> tuple[State, jax.Array]:
+    """B fresh games, each after 0..`config.opening_moves` random moves; returns them and their move numbers."""
+    init_key, count_key, opening_key = jax.random.split(key, 3)
+    states = jax.vmap(game.init)(jax.random.split(init_key, config.num_games))
+    if config.opening_moves == 0:
+        return states, jnp.zeros(config.num_games, jnp.int32)
+    counts = jax.random.randint(count_key, (config.num_games,), 0, config.opening_moves + 1)
+    keys = jax.random.split(opening_key, config.num_games)
+    opening = lambda k, s, n: random_opening(k, game, s, n, config.opening_moves)  # noqa: E731
+    return jax.vmap(opening)(keys, states, counts), counts
+
+
 def init_selfplay(key: jax.Array, game: Game, config: SelfPlayConfig) -> SelfPlayState:
     """B fresh games; a `resign_disabled_fraction` share of them will never resign."""
     init_key, resign_key = jax.random.split(key)
-    game_state = jax.vmap(game.init)(jax.random.split(init_key, config.num_games))
+    game_state, move_number = new_games(init_key, game, config)
     return SelfPlayState(
         game_state=game_state,
-        move_number=jnp.zeros(config.num_games, jnp.int32),
+        move_number=move_number,
         resign_disabled=jax.random.uniform(resign_key, (config.num_games,)) < config.resign_disabled_fraction,
         would_resign=jnp.zeros((config.num_games, 2), bool),
     )
@@ -125,13 +138,12 @@ def _selfplay_step(
     )
 
     # Finished games restart in place; a restarted slot draws anew whether it may resign.
-    reset_keys = jax.random.split(reset_key, mover.shape[0])
-    fresh = jax.vmap(game.init)(reset_keys)
+    fresh, fresh_move_number = new_games(reset_key, game, config)
     game_state = jax.tree.map(lambda f, n: jnp.where(_expand(done, n), f, n), fresh, next_state)
     new_disabled = jax.random.uniform(resign_key, done.shape) < config.resign_disabled_fraction
     carry = SelfPlayState(
         game_state=game_state,
-        move_number=jnp.where(done, 0, carry.move_number + 1),
+        move_number=jnp.where(done, fresh_move_number, carry.move_number + 1),
         resign_disabled=jnp.where(done, new_disabled, carry.resign_disabled),
         would_resign=would_resign & ~done[:, None],
     )

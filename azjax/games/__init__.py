@@ -7,7 +7,7 @@ See `azjax.games.base` for the protocol and its conventions, `check_game` to val
 `register` to make it available by name (also to `azjax train --game`).
 """
 
-from azjax.games.base import Game, State, Symmetry, board_symmetries, resolve_step
+from azjax.games.base import Game, State, Symmetry, board_symmetries, random_opening, resolve_step
 from azjax.games.boards import BoardState
 from azjax.games.checker import GameCheckError, check_game
 from azjax.games.connect_four import make_connect_four
@@ -31,5 +31,6 @@ __all__ = [
     "make_tic_tac_toe",
     "names",
     "register",
+    "random_opening",
     "resolve_step",
 ]

@@ -182,3 +182,21 @@ def board_symmetries(
         # action grid) and on jax observations [H, W, C], whose channels follow along.
         result.append(Symmetry(name=name, transform=grid_map, action_index=index))  # type: ignore[arg-type]
     return tuple(result)
+
+
+def random_opening(key: jax.Array, game: Game, state: State, num_moves: jax.Array, max_moves: int) -> State:
+    """Plays `num_moves` (int32 [], at most the static `max_moves`) uniformly random legal moves from `state`.
+
+    A move that would end the game is not played, so the result is never terminal when `state` is not: the
+    opening stops early instead. Unbatched; `vmap` it over a batch of states and move counts.
+    """
+
+    def body(i: jax.Array, state: State) -> State:
+        move_key = jax.random.fold_in(key, i)
+        logits = jnp.where(state.legal_action_mask, 0.0, -jnp.inf)
+        action = jax.random.categorical(move_key, logits).astype(jnp.int32)
+        moved = game.step(state, action)
+        play = (i < num_moves) & ~moved.terminated & ~state.terminated
+        return jax.tree.map(lambda new, old: jnp.where(play, new, old), moved, state)
+
+    return jax.lax.fori_loop(0, max_moves, body, state)

@@ -1,11 +1,765 @@
-"""`check_game`: placeholder module, replaced by the full checker."""
+"""`check_game`: does a game follow the protocol of `azjax.games.base`? Run it on every game you write.
 
-from azjax.games.base import Game
+Run it on a game of your own before you train on it, in a shell or in your tests::
+
+    import azjax.games
+    from my_package.my_game import make_my_game
+
+    report = azjax.games.check_game(make_my_game())      # raises GameCheckError at the first problem
+    print(report)    # my_game: 64 random games, 1342 moves (longest 38), ...; all checks passed in 1.6 s
+
+    def test_my_game_follows_the_protocol():             # e.g. in tests/test_my_game.py
+        azjax.games.check_game(make_my_game(), num_games=16)
+
+or, for a registered game, `python -c "import azjax.games as g; print(g.check_game(g.make('my_game')))"`.
+
+`check_game` plays `num_games` games at once with uniformly random legal moves, as callers run a game: `init`,
+`step` and `observe` are each vmapped and jitted once, and the host drives `max_length + 1` moves (so every game
+also steps its terminal state at least once) and checks the recorded trajectories with numpy. It runs these
+checks, roughly in this order; the name in brackets is the one an error message gives:
+
+* [static_fields] `name`, `num_actions >= 1`, `observation_shape` (a tuple of positive ints), `max_length >= 1`,
+  and callable `init`, `step`, `observe`.
+* [symmetries] every `Symmetry.action_index` is a permutation of `range(num_actions)`, and `transform` keeps the
+  observation's shape and dtype.
+* [trace] `init`, `step`, `observe` and the symmetries' `transform` trace, alone and under `jax.vmap`, and run
+  under `jax.jit`; the message names the function that failed and the original error is chained (`__cause__`).
+* [state_fields] the start state has `current_player` int32 [], `legal_action_mask` bool [A], `terminated` bool []
+  and `rewards` float32 [2].
+* [observation] `observe` returns float32 `observation_shape`, with finite values in every state played.
+* [state_structure] `step` returns a state of the same pytree structure, shapes and dtypes as it is given, so the
+  state keeps them all game long.
+* [retrace] jitted, vmapped `init`, `step` and `observe` are traced once for the whole check: later batches of the
+  same shape (other keys, the states of later moves) reuse the first trace. Weakly typed state fields
+  (`jnp.asarray(0)` in `init`, where `step` returns a strong int32) are the usual cause.
+* [batch_independence] a game's trajectory does not change when it sits elsewhere in the batch, among other games.
+* [start_state] the start state has player 0 to move, is not terminated and has zero rewards.
+* [legal_mask] the legal mask is non-empty in every non-terminal state and all False in terminal ones.
+* [alternation] `current_player` is 0 or 1 and alternates on every step that does not end the game.
+* [zero_sum] `rewards[0] + rewards[1] == 0` after every step (values other than -1, 0, +1 are allowed).
+* [reward_timing] rewards are zero after every step that does not end the game.
+* [absorbing] stepping a terminated state with any action changes no field and pays zero rewards.
+* [illegal_action] an illegal action in a non-terminal state ends the game: -1 for the mover, +1 for the opponent.
+* [max_length] every game is over after `max_length` moves.
+* [symmetries] for each symmetry under which a start observation is invariant, that random game and its mirror
+  image (actions mapped by `Symmetry.map_action`, from the same start) agree after every move:
+  `transform(observe(state)) == observe(mirror)`, `apply_to_actions(mask(state)) == mask(mirror)`, and equal
+  `terminated` and `rewards`. Symmetries that no start leaves invariant are listed in the report, unchecked.
+
+A failure raises one `GameCheckError` naming the check, the game and, where play found it, the batch element and
+the actions from `init` that reproduce it, with the code to do so::
+
+    state = game.init(jax.random.fold_in(jax.random.key(seed), element))
+    for action in actions:
+        state = game.step(state, action)
+
+A game that passes returns a `CheckReport` of what was played. Tic-tac-toe and Connect Four take one or two
+seconds on a laptop CPU, most of it compiling.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from azjax.games.base import Game, State, Symmetry
+
+CHECKS = (
+    "static_fields",
+    "symmetries",
+    "trace",
+    "state_fields",
+    "observation",
+    "state_structure",
+    "retrace",
+    "batch_independence",
+    "start_state",
+    "legal_mask",
+    "alternation",
+    "zero_sum",
+    "reward_timing",
+    "absorbing",
+    "illegal_action",
+    "max_length",
+)
+"""The names of the checks, roughly in the order `check_game` runs them (see the module docstring)."""
+
+_COMMON_FIELDS = (  # name, shape given num_actions, dtype
+    ("current_player", lambda num_actions: (), jnp.int32),
+    ("legal_action_mask", lambda num_actions: (num_actions,), jnp.bool_),
+    ("terminated", lambda num_actions: (), jnp.bool_),
+    ("rewards", lambda num_actions: (2,), jnp.float32),
+)
+_ATOL = 1e-5  # float comparisons: rewards, observations
 
 
 class GameCheckError(AssertionError):
-    """A game broke one of the protocol's rules."""
+    """A game broke one of the protocol's rules.
+
+    Attributes:
+      check: the name of the failed check (one of `CHECKS`).
+      game_name: the game's `name`.
+      element: the batch element whose game shows the problem, or None when no game was played to find it. Its
+        init key is `jax.random.fold_in(jax.random.key(seed), element)`.
+      actions: the actions from `init` that reproduce the problem, or None.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        check: str,
+        game_name: str,
+        element: int | None = None,
+        actions: list[int] | None = None,
+    ):
+        super().__init__(message)
+        self.check = check
+        self.game_name = game_name
+        self.element = element
+        self.actions = actions
 
 
-def check_game(game: Game, **kwargs) -> None:
-    raise NotImplementedError
+@dataclasses.dataclass(frozen=True)
+class CheckReport:
+    """What `check_game` played on a game that passed every check.
+
+    Attributes:
+      game: the game's name.
+      num_games: how many games were played (the batch size).
+      num_moves: moves made in non-terminal states, over all games.
+      max_game_length: the longest game, in moves.
+      wins: games won by player 0 and by player 1 (a positive final reward).
+      num_draws: games that ended with neither player's reward positive.
+      symmetries_checked: the symmetries verified by mirrored play.
+      symmetries_unchecked: the symmetries under which no start observation was invariant, so that play could not
+        check them (their tables were checked).
+      seconds: how long the check took, compiling included.
+    """
+
+    game: str
+    num_games: int
+    num_moves: int
+    max_game_length: int
+    wins: tuple[int, int]
+    num_draws: int
+    symmetries_checked: tuple[str, ...]
+    symmetries_unchecked: tuple[str, ...]
+    seconds: float
+
+    def __str__(self) -> str:
+        symmetries = f"{len(self.symmetries_checked)} symmetries checked by play"
+        if self.symmetries_unchecked:
+            symmetries += f" ({', '.join(self.symmetries_unchecked)} not: no invariant start)"
+        return (
+            f"{self.game}: {self.num_games} random games, {self.num_moves} moves (longest {self.max_game_length}), "
+            f"won by player 0/player 1/drawn {self.wins[0]}/{self.wins[1]}/{self.num_draws}, {symmetries}; "
+            f"all checks passed in {self.seconds:.1f} s"
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class _Context:
+    """What every error message needs: whose game, and how to rebuild a batch element's start."""
+
+    game_name: str
+    seed: int
+
+    def fail(
+        self,
+        check: str,
+        detail: str,
+        *,
+        element: int | None = None,
+        actions: Sequence[int] | np.ndarray | None = None,
+    ) -> GameCheckError:
+        """The error to raise for a failed `check`, with the reproduction when a game was played to find it."""
+        message = f"check_game({self.game_name!r}) failed check [{check}]: {detail}"
+        action_list = None if actions is None else [int(a) for a in actions]
+        if element is not None and action_list is not None:
+            message += (
+                f"\n  batch element {element}, actions from init: {action_list}\n  reproduce with:\n"
+                f"    state = game.init(jax.random.fold_in(jax.random.key({self.seed}), {element}))\n"
+                f"    for action in {action_list}:\n"
+                "        state = game.step(state, action)"
+            )
+        return GameCheckError(
+            message, check=check, game_name=self.game_name, element=element, actions=action_list
+        )
+
+
+class _TraceCounter:
+    """Wraps a user function and records the input types of each run, which under `jit` is each trace."""
+
+    def __init__(self, fn: Callable[..., Any], arg_names: tuple[str, ...]):
+        self.fn = fn
+        self.arg_names = arg_names
+        self.signatures: list[list[tuple[str, str]]] = []
+
+    def __call__(self, *args):
+        self.signatures.append(
+            [(name + path, kind) for name, arg in zip(self.arg_names, args) for path, kind in _signature(arg)]
+        )
+        return self.fn(*args)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Trajectory:
+    """A batch of random games, time-major, on the host. State t is the state after t moves; T = max_length + 1."""
+
+    players: np.ndarray  # [T + 1, B] int32
+    masks: np.ndarray  # [T + 1, B, A] bool
+    terminated: np.ndarray  # [T + 1, B] bool
+    rewards: np.ndarray  # [T + 1, B, 2] float32, paid by the step that produced state t
+    observations: np.ndarray  # [T + 1, B, *observation_shape] float32
+    actions: np.ndarray  # [T, B] int32: the action played in state t: random legal, or any once terminated
+    absorbing_changes: np.ndarray  # [T, B, L] bool: leaf l (rewards excluded) changed when stepping a terminal state
+    illegal_actions: np.ndarray  # [T, B] int32: a random illegal action of state t, -1 if none or terminated
+    illegal_terminated: np.ndarray  # [T, B] bool: whether that illegal action ended the game
+    illegal_rewards: np.ndarray  # [T, B, 2] float32: what it paid
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The checks before play: static facts, tracing, shapes and dtypes.
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _check_static_fields(game: Game, ctx: _Context) -> None:
+    """[static_fields]: the static facts have the right types and ranges."""
+    if not isinstance(game, Game):
+        raise ctx.fail("static_fields", f"expected an azjax.games.Game, got {type(game).__name__}")
+    problems = []
+    if not isinstance(game.name, str) or not game.name:
+        problems.append(f"name must be a non-empty str, got {game.name!r}")
+    if not _is_int(game.num_actions) or game.num_actions < 1:
+        problems.append(f"num_actions must be an int >= 1, got {game.num_actions!r}")
+    shape = game.observation_shape
+    if not isinstance(shape, tuple) or not all(_is_int(d) and d >= 1 for d in shape):
+        problems.append(f"observation_shape must be a tuple of positive ints, got {shape!r}")
+    if not _is_int(game.max_length) or game.max_length < 1:
+        problems.append(f"max_length must be an int >= 1, got {game.max_length!r}")
+    for field in ("init", "step", "observe"):
+        if not callable(getattr(game, field)):
+            problems.append(f"{field} must be callable, got {getattr(game, field)!r}")
+    if problems:
+        raise ctx.fail("static_fields", "; ".join(problems))
+
+
+def _check_symmetry_tables(game: Game, ctx: _Context) -> None:
+    """[symmetries], static part: each action_index is a permutation of range(num_actions)."""
+    if not isinstance(game.symmetries, (tuple, list)):
+        raise ctx.fail("symmetries", f"symmetries must be a tuple of Symmetry, got {game.symmetries!r}")
+    for number, sym in enumerate(game.symmetries):
+        if not isinstance(sym, Symmetry):
+            raise ctx.fail("symmetries", f"symmetries[{number}] is a {type(sym).__name__}, not a Symmetry")
+        index = list(sym.action_index)
+        if not all(_is_int(i) for i in index) or sorted(index) != list(range(game.num_actions)):
+            missing = sorted(set(range(game.num_actions)) - set(index))
+            raise ctx.fail(
+                "symmetries",
+                f"symmetries[{number}] ({sym.name!r}): action_index must be a permutation of "
+                f"range({game.num_actions}); it has length {len(index)} and misses actions {missing}",
+            )
+
+
+def _trace(ctx: _Context, what: str, fn: Callable[..., Any], *args) -> Any:
+    """`jax.eval_shape(fn, *args)`, turning an error while tracing into a [trace] failure that names `what`."""
+    try:
+        return jax.eval_shape(fn, *args)
+    except Exception as error:  # noqa: BLE001 - any error of the user's code is reported, chained
+        raise ctx.fail(
+            "trace", f"{what} failed to trace: {type(error).__name__}: {error}"
+        ) from error
+
+
+def _describe(spec: Any) -> str:
+    """'int32[3, 3]' for an array or ShapeDtypeStruct, with ' (weakly typed)' where it is."""
+    weak = " (weakly typed)" if getattr(spec, "weak_type", False) else ""
+    return f"{spec.dtype}{list(spec.shape)}{weak}"
+
+
+def _leaf_paths(tree: Any) -> list[str]:
+    return [jax.tree_util.keystr(path) for path, _ in jax.tree_util.tree_flatten_with_path(tree)[0]]
+
+
+def _check_traces(game: Game, ctx: _Context, keys: jax.Array) -> tuple[Any, Any]:
+    """[trace], [state_fields], [observation] (shape and dtype), [state_structure] and the symmetries' transforms,
+    all from abstract evaluation (nothing compiled). Returns the unbatched state and observation specs."""
+    action = jax.ShapeDtypeStruct((), jnp.int32)
+    state_spec = _trace(ctx, "game.init(key)", game.init, keys[0])
+    _trace(ctx, "jax.vmap(game.init)(keys)", jax.vmap(game.init), keys)
+    for name, shape_of, dtype in _COMMON_FIELDS:
+        if not hasattr(state_spec, name):
+            raise ctx.fail("state_fields", f"the state from init has no field {name!r}; subclass azjax.games.State")
+        spec = getattr(state_spec, name)
+        if not hasattr(spec, "shape") or spec.shape != shape_of(game.num_actions) or spec.dtype != dtype:
+            want = f"{np.dtype(dtype)}{list(shape_of(game.num_actions))}"
+            got = _describe(spec) if hasattr(spec, "shape") else repr(spec)
+            raise ctx.fail("state_fields", f"state.{name} from init must be {want}, got {got}")
+
+    obs_spec = _trace(ctx, "game.observe(state)", game.observe, state_spec)
+    if not hasattr(obs_spec, "shape") or obs_spec.shape != tuple(game.observation_shape) or (
+        obs_spec.dtype != jnp.float32
+    ):
+        got = _describe(obs_spec) if hasattr(obs_spec, "shape") else repr(obs_spec)
+        raise ctx.fail(
+            "observation",
+            f"observe(state) must be float32{list(game.observation_shape)} (game.observation_shape), got {got}",
+        )
+
+    next_spec = _trace(ctx, "game.step(state, action)", game.step, state_spec, action)
+    batch_spec = jax.tree.map(lambda s: jax.ShapeDtypeStruct((keys.shape[0], *s.shape), s.dtype), state_spec)
+    batch_actions = jax.ShapeDtypeStruct((keys.shape[0],), jnp.int32)
+    _trace(ctx, "jax.vmap(game.step)(states, actions)", jax.vmap(game.step), batch_spec, batch_actions)
+    _trace(ctx, "jax.vmap(game.observe)(states)", jax.vmap(game.observe), batch_spec)
+    before, after = jax.tree.structure(state_spec), jax.tree.structure(next_spec)
+    if not before == after:
+        raise ctx.fail(
+            "state_structure", f"step changes the state's pytree structure from\n  {before}\nto\n  {after}"
+        )
+    for path, old, new in zip(_leaf_paths(state_spec), jax.tree.leaves(state_spec), jax.tree.leaves(next_spec)):
+        if old.shape != new.shape or old.dtype != new.dtype:
+            raise ctx.fail(
+                "state_structure",
+                f"step changes state{path} from {_describe(old)} to {_describe(new)}; a state must keep its "
+                "shapes and dtypes (scan carries and jit caches need it)",
+            )
+
+    for number, sym in enumerate(game.symmetries):
+        what = f"symmetries[{number}] ({sym.name!r}).transform(observation)"
+        out = _trace(ctx, what, sym.transform, obs_spec)
+        if not hasattr(out, "shape") or out.shape != obs_spec.shape or out.dtype != obs_spec.dtype:
+            got = _describe(out) if hasattr(out, "shape") else repr(out)
+            raise ctx.fail("symmetries", f"{what} must keep {_describe(obs_spec)}, got {got}")
+    return state_spec, obs_spec
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Play: the game's functions jitted once, driven move by move from the host.
+
+
+def _signature(tree: Any) -> list[tuple[str, str]]:
+    """(path, type) of every leaf of concrete or traced arrays; under vmap, the per-element type."""
+    return [(path, _describe(getattr(leaf, "aval", leaf))) for path, leaf in
+            zip(_leaf_paths(tree), jax.tree.leaves(tree))]
+
+
+def _retrace_cause(first: list[tuple[str, str]], second: list[tuple[str, str]]) -> str:
+    """Why a function traced with inputs of types `first` traced again for `second`."""
+    if [path for path, _ in first] != [path for path, _ in second]:
+        return "its input's pytree structure changed"
+    for (path, old), (_, new) in zip(first, second):
+        if old != new:
+            return f"{path} changed from {old} to {new}"
+    return "for a reason other than its input's types (Python state that changes between calls?)"
+
+
+class _Compiled:
+    """The game's init, step and observe, each vmapped and jitted once for the whole check.
+
+    Calls go through `__call__`, which reports an error while tracing or running as [trace], and a second trace
+    (for a batch of the same shape, which must reuse the first) as [retrace].
+    """
+
+    def __init__(self, game: Game, ctx: _Context):
+        self.ctx = ctx
+        arg_names = {"init": ("key",), "step": ("state", "action"), "observe": ("state",)}
+        self.counters = {name: _TraceCounter(getattr(game, name), arg_names[name]) for name in arg_names}
+        self.jitted = {name: jax.jit(jax.vmap(counter)) for name, counter in self.counters.items()}
+
+    def __call__(self, name: str, *args, element: int | None, history: Sequence[jax.Array]) -> Any:
+        """Runs jit(vmap(game.<name>)) on a batch whose element 0 is `element`, reached by the actions `history`."""
+        what = f"jax.jit(jax.vmap(game.{name}))"
+        try:
+            result = self.jitted[name](*args)
+        except Exception as error:  # noqa: BLE001 - any error of the user's code is reported, chained
+            raise self.ctx.fail("trace", f"{what} failed: {type(error).__name__}: {error}") from error
+        signatures = self.counters[name].signatures
+        if len(signatures) > 1:
+            raise self.ctx.fail(
+                "retrace",
+                f"{what} was traced again for a batch of the same shape: {_retrace_cause(*signatures[:2])}. Give "
+                "every state field an explicit dtype (jnp.int32(0), not jnp.asarray(0)) so that init and step "
+                "return the same types",
+                element=element,
+                actions=None if element is None else [int(a[0]) for a in history],
+            )
+        return result
+
+
+def _pick(u: jax.Array, allowed: jax.Array) -> jax.Array:
+    """The floor(u * n)-th of the n allowed actions, uniform for u uniform in [0, 1); -1 if none is. int32 []."""
+    count = jnp.sum(allowed, dtype=jnp.int32)
+    rank = jnp.minimum(jnp.floor(u * count).astype(jnp.int32), count - 1)
+    choice = jnp.argmax(jnp.cumsum(allowed, dtype=jnp.int32) > rank)
+    return jnp.where(count > 0, choice, -1).astype(jnp.int32)
+
+
+def _random_actions(noise: jax.Array, masks: jax.Array, terminated: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Per state, from uniform noise [B, 2]: a random legal action (any action once terminated; 0 if none is legal)
+    and a random illegal one (-1 if every action is legal or the state is terminated). int32 [B] each."""
+
+    def pick_one(noise, mask, terminated):
+        action = jnp.where(terminated, _pick(noise[0], jnp.ones_like(mask)), jnp.maximum(_pick(noise[0], mask), 0))
+        return action, jnp.where(terminated, -1, _pick(noise[1], ~mask))
+
+    return jax.vmap(pick_one)(noise, masks, terminated)
+
+
+def _absorbing_changes(before: State, after: State) -> jax.Array:
+    """bool [B, L]: which leaves (rewards excluded) of a batch of states a step changed, where `before` was
+    terminated; all False elsewhere. L is the number of leaves other than rewards."""
+    changes = []
+    for old, new in zip(jax.tree.leaves(before), jax.tree.leaves(after)):
+        if old is before.rewards:
+            continue
+        if jnp.issubdtype(old.dtype, jax.dtypes.prng_key):
+            old, new = jax.random.key_data(old), jax.random.key_data(new)
+        differ = old != new
+        if jnp.issubdtype(old.dtype, jnp.floating):
+            differ &= ~(jnp.isnan(old) & jnp.isnan(new))  # a NaN that stays NaN is no change
+        changes.append(jnp.any(differ.reshape(differ.shape[0], int(np.prod(differ.shape[1:]))), axis=1))
+    batch = before.rewards.shape[0]
+    changed = jnp.stack(changes, axis=1) if changes else jnp.zeros((batch, 0), bool)
+    return changed & before.terminated[:, None]
+
+
+def _state_record(states: State, observations: jax.Array) -> tuple[jax.Array, ...]:
+    return states.current_player, states.legal_action_mask, states.terminated, states.rewards, observations
+
+
+def _play(compiled: _Compiled, init_keys: jax.Array, noise: np.ndarray, ids: np.ndarray) -> _Trajectory:
+    """Plays a batch of random games, one jitted step per move, recording every state (see `_Trajectory`).
+
+    The moves' randomness comes from the host as uniform noise; the threefry PRNG would take a second or more to
+    compile on a CPU. Everything stays on the device until one transfer at the end.
+
+    Args:
+      compiled: the game's jitted functions.
+      init_keys: [B] keys for `init`.
+      noise: float32 [T, B, 2], uniform in [0, 1): per move, to pick a legal and an illegal action.
+      ids: [B] the elements' ids, for error messages.
+    """
+    history: list[jax.Array] = []
+    call = functools.partial(compiled, element=int(ids[0]), history=history)
+    random_actions, absorbing_changes = jax.jit(_random_actions), jax.jit(_absorbing_changes)
+    states = call("init", init_keys)
+    state_records, move_records = [], []
+    for move_noise in noise:
+        state_records.append(_state_record(states, call("observe", states)))
+        actions, illegal = random_actions(move_noise, states.legal_action_mask, states.terminated)
+        next_states = call("step", states, actions)
+        after_illegal = call("step", states, jnp.maximum(illegal, 0))
+        changes = absorbing_changes(states, next_states)
+        move_records.append((actions, changes, illegal, after_illegal.terminated, after_illegal.rewards))
+        history.append(actions)
+        states = next_states
+    state_records.append(_state_record(states, call("observe", states)))
+    state_records, move_records = jax.device_get((state_records, move_records))
+    players, masks, terminated, rewards, observations = (np.stack(field) for field in zip(*state_records))
+    actions, changes, illegal, illegal_terminated, illegal_rewards = (np.stack(field) for field in zip(*move_records))
+    return _Trajectory(
+        players=players,
+        masks=masks,
+        terminated=terminated,
+        rewards=rewards,
+        observations=observations,
+        actions=actions,
+        absorbing_changes=changes,
+        illegal_actions=illegal,
+        illegal_terminated=illegal_terminated,
+        illegal_rewards=illegal_rewards,
+    )
+
+
+def _replay(
+    compiled: _Compiled, init_keys: jax.Array, actions: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Replays given actions [T, B] from the starts of `init_keys`: masks [T + 1, B, A], terminated [T + 1, B],
+    rewards [T + 1, B, 2] and observations [T + 1, B, *observation_shape], on the host."""
+    call = functools.partial(compiled, element=None, history=())
+    states = call("init", init_keys)
+    records = []
+    for move in actions:
+        records.append((states.legal_action_mask, states.terminated, states.rewards, call("observe", states)))
+        states = call("step", states, jnp.asarray(move, jnp.int32))
+    records.append((states.legal_action_mask, states.terminated, states.rewards, call("observe", states)))
+    masks, terminated, rewards, observations = (np.stack(field) for field in zip(*jax.device_get(records)))
+    return masks, terminated, rewards, observations
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The checks on the recorded games, on the host.
+
+
+def _moves(count: int) -> str:
+    return f"{count} move" if count == 1 else f"{count} moves"
+
+
+def _first(condition: np.ndarray) -> tuple[int, int] | None:
+    """The earliest (t, b) where a [T, B] condition holds (lowest b among the earliest t), or None."""
+    hits = np.argwhere(condition)
+    return None if hits.size == 0 else (int(hits[0, 0]), int(hits[0, 1]))
+
+
+def _check_batch_independence(
+    first: _Trajectory, second: _Trajectory, ctx: _Context, second_ids: np.ndarray
+) -> None:
+    """[batch_independence]: the games the two rollouts share are the same games."""
+    shared = np.flatnonzero(second_ids < first.actions.shape[1])  # positions in `second` replaying a first game
+    origin = second_ids[shared]
+    for name in ("actions", "players", "masks", "terminated", "rewards", "observations"):
+        a = getattr(first, name)[:, origin]
+        b = getattr(second, name)[:, shared]
+        if np.issubdtype(a.dtype, np.floating):
+            same = np.isclose(a, b, rtol=0.0, atol=_ATOL, equal_nan=True)
+        else:
+            same = a == b
+        differ = ~np.all(same.reshape(*same.shape[:2], -1), axis=-1)
+        if (hit := _first(differ)) is not None:
+            t, j = hit
+            element = int(origin[j])
+            raise ctx.fail(
+                "batch_independence",
+                f"batch element {element}'s game, replayed at batch position {int(shared[j])} among other games, "
+                f"differs in {name} after {_moves(t)}: one game's result depends on the rest of the batch (a "
+                "cross-batch reduction, a callback or a batching rule that mixes elements?)",
+                element=element,
+                actions=first.actions[:t, element],
+            )
+
+
+def _game_lengths(traj: _Trajectory) -> np.ndarray:
+    """int [B]: the moves each game took to end (T + 1 where it never did)."""
+    done = traj.terminated
+    return np.where(done.any(axis=0), done.argmax(axis=0), done.shape[0])
+
+
+def _check_trajectory(traj: _Trajectory, game: Game, ctx: _Context, leaf_names: list[str]) -> None:
+    """The checks of one recorded rollout, from [observation] values to [max_length]; see the module docstring."""
+    players, masks, done, rewards, actions = traj.players, traj.masks, traj.terminated, traj.rewards, traj.actions
+    live = ~done  # [T + 1, B]
+
+    def fail(check: str, detail: str, b: int, num_actions: int) -> GameCheckError:
+        """The failure of element b, reproduced by its first `num_actions` actions."""
+        return ctx.fail(check, detail, element=b, actions=actions[:num_actions, b])
+
+    obs = traj.observations
+    if (hit := _first(~np.all(np.isfinite(obs.reshape(*obs.shape[:2], -1)), axis=-1))) is not None:
+        t, b = hit
+        raise fail("observation", f"observe(state) has non-finite values after {_moves(t)}", b, t)
+
+    start_bad = (players[0] != 0) | done[0] | np.any(rewards[0] != 0, axis=-1)
+    if (hit := _first(start_bad[None])) is not None:
+        _, b = hit
+        raise fail(
+            "start_state",
+            "the start state must have current_player 0, terminated False and rewards [0, 0]; got "
+            f"current_player {players[0, b]}, terminated {done[0, b]}, rewards {rewards[0, b].tolist()}",
+            b, 0,
+        )
+
+    if (hit := _first(live & ~masks.any(axis=-1))) is not None:
+        t, b = hit
+        raise fail("legal_mask", "the game is not over, but legal_action_mask is all False", b, t)
+    if (hit := _first(done & masks.any(axis=-1))) is not None:
+        t, b = hit
+        legal = np.flatnonzero(masks[t, b]).tolist()
+        raise fail(
+            "legal_mask", f"the game is over, but legal_action_mask still allows {legal}; it must be all False",
+            b, t,
+        )
+
+    if (hit := _first(live & (players != 0) & (players != 1))) is not None:
+        t, b = hit
+        raise fail("alternation", f"current_player must be 0 or 1, got {players[t, b]}", b, t)
+    went_on = live[:-1] & live[1:]  # [T, B]: steps from a non-terminal state to a non-terminal one
+    if (hit := _first(went_on & (players[1:] == players[:-1]))) is not None:
+        t, b = hit
+        raise fail(
+            "alternation",
+            f"player {players[t, b]} made move {t + 1} (action {actions[t, b]}) and the game went on, but "
+            f"current_player is still {players[t + 1, b]}; players must alternate",
+            b, t + 1,
+        )
+
+    unbalanced = ~np.all(np.isfinite(rewards), axis=-1) | (np.abs(rewards.sum(axis=-1)) > _ATOL)
+    if (hit := _first(unbalanced)) is not None:
+        t, b = hit
+        detail = f"rewards {rewards[t, b].tolist()} after {_moves(t)} are not finite and zero-sum"
+        raise fail("zero_sum", detail, b, t)
+
+    if (hit := _first(went_on & np.any(rewards[1:] != 0, axis=-1))) is not None:
+        t, b = hit
+        raise fail(
+            "reward_timing",
+            f"move {t + 1} (action {actions[t, b]}) paid rewards {rewards[t + 1, b].tolist()} but the game is not "
+            "over; rewards are paid only on the step that ends the game",
+            b, t + 1,
+        )
+
+    changed = traj.absorbing_changes.any(axis=-1)  # [T, B]
+    paid = done[:-1] & np.any(rewards[1:] != 0, axis=-1)
+    if (hit := _first(changed | paid)) is not None:
+        t, b = hit
+        fields = [leaf_names[i] for i in np.flatnonzero(traj.absorbing_changes[t, b])]
+        what = f"changed state{', state'.join(fields)}" if fields else f"paid rewards {rewards[t + 1, b].tolist()}"
+        raise fail(
+            "absorbing",
+            f"stepping the terminated state with action {actions[t, b]} {what}; terminal states are absorbing "
+            "(unchanged, zero rewards)",
+            b, t + 1,
+        )
+
+    illegal = traj.illegal_actions
+    movers = players[:-1]
+    loss = np.stack([np.where(movers == 0, -1.0, 1.0), np.where(movers == 0, 1.0, -1.0)], axis=-1)
+    wrong = ~traj.illegal_terminated | np.any(np.abs(traj.illegal_rewards - loss) > _ATOL, axis=-1)
+    if (hit := _first(live[:-1] & (illegal >= 0) & wrong)) is not None:
+        t, b = hit
+        raise fail(
+            "illegal_action",
+            f"the illegal action {illegal[t, b]} by player {movers[t, b]} must end the game with rewards "
+            f"{loss[t, b].tolist()} (a loss for the mover); got terminated {traj.illegal_terminated[t, b]}, "
+            f"rewards {traj.illegal_rewards[t, b].tolist()} (play it after the actions below)",
+            b, t,
+        )
+
+    if (hit := _first(live[game.max_length][None])) is not None:
+        _, b = hit
+        raise fail(
+            "max_length",
+            f"the game is not over after max_length={game.max_length} moves; raise max_length or make sure the "
+            "game ends",
+            b, game.max_length,
+        )
+
+
+def _check_symmetries_by_play(
+    compiled: _Compiled, init_keys: jax.Array, traj: _Trajectory, game: Game, ctx: _Context
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """[symmetries], by play: each game and its mirror image agree, for the games whose start observation the
+    symmetry leaves unchanged. Returns the names of the symmetries checked and of those no start let us check."""
+    checked, unchecked = [], []
+    obs = traj.observations  # [T + 1, B, *observation_shape]
+    for number, sym in enumerate(game.symmetries):
+        flat = jnp.asarray(obs.reshape(-1, *obs.shape[2:]))
+        try:
+            expected_obs = np.asarray(jax.jit(jax.vmap(sym.transform))(flat)).reshape(obs.shape)
+        except Exception as error:  # noqa: BLE001 - any error of the user's code is reported, chained
+            what = f"jax.jit(jax.vmap(symmetries[{number}] ({sym.name!r}).transform))"
+            raise ctx.fail("trace", f"{what} failed: {type(error).__name__}: {error}") from error
+        close = np.isclose(expected_obs, obs, rtol=0.0, atol=_ATOL)
+        invariant = np.all(close[0].reshape(close.shape[1], -1), axis=-1)  # [B]
+        if not invariant.any():
+            unchecked.append(sym.name)
+            continue
+        checked.append(sym.name)
+        index = np.asarray(sym.action_index)
+        inverse = np.argsort(index)
+        masks, terminated, rewards, mirror_obs = _replay(compiled, init_keys, inverse[traj.actions])
+        obs_close = np.isclose(mirror_obs, expected_obs, rtol=0.0, atol=_ATOL)
+        for what, differ in (
+            ("observe(mirror) != transform(observe(state))", ~np.all(obs_close.reshape(*obs.shape[:2], -1), -1)),
+            ("legal_action_mask(mirror) != apply_to_actions(legal_action_mask(state))",
+             np.any(masks != traj.masks[..., index], axis=-1)),
+            ("terminated(mirror) != terminated(state)", terminated != traj.terminated),
+            ("rewards(mirror) != rewards(state)", np.any(np.abs(rewards - traj.rewards) > _ATOL, axis=-1)),
+        ):
+            if (hit := _first(differ & invariant[None])) is not None:
+                t, b = hit
+                mirrored = [int(inverse[a]) for a in traj.actions[:t, b]]
+                raise ctx.fail(
+                    "symmetries",
+                    f"symmetries[{number}] ({sym.name!r}) is inconsistent with play: after {_moves(t)}, {what}. The "
+                    f"mirror game plays the actions mapped by sym.map_action, {mirrored}, from the same start",
+                    element=b,
+                    actions=traj.actions[:t, b],
+                )
+    return tuple(checked), tuple(unchecked)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The entry point.
+
+
+def _init_keys(seed: int, ids: np.ndarray) -> jax.Array:
+    """[B] init keys: element `i`'s is `jax.random.fold_in(jax.random.key(seed), i)`."""
+    return jax.vmap(functools.partial(jax.random.fold_in, jax.random.key(seed)))(jnp.asarray(ids, jnp.uint32))
+
+
+def _move_noise(seed: int, ids: np.ndarray, num_steps: int) -> np.ndarray:
+    """float32 [T, B, 2] uniform noise for the random moves, each element's from its own id, so that a game
+    stays the same game wherever it sits in a batch."""
+    per_element = [np.random.default_rng([seed, int(i)]).random((num_steps, 2), np.float32) for i in ids]
+    return np.stack(per_element, axis=1)
+
+
+def check_game(game: Game, *, num_games: int = 64, seed: int = 0) -> CheckReport:
+    """Checks that `game` follows the protocol of `azjax.games.base`, playing random games under jit and vmap.
+
+    See the module docstring for the checks, in the order they run.
+
+    Args:
+      game: the game to check.
+      num_games: how many random games to play at once (the batch size, at least 2). More games find rarer
+        problems; each costs `max_length + 1` moves (plus one replay per symmetry).
+      seed: the seed of the init keys and the random moves. Element `i`'s init key is
+        `jax.random.fold_in(jax.random.key(seed), i)`.
+    Returns:
+      A `CheckReport` of what was played.
+    Raises:
+      GameCheckError: at the first failed check, naming it, the game, and where play found it the batch element
+        and the actions from `init` that reproduce the problem.
+      ValueError: for `num_games < 2`.
+    """
+    if num_games < 2:
+        raise ValueError(f"num_games must be at least 2 (two batches are compared), got {num_games}")
+    if seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed}")
+    start_time = time.perf_counter()
+    ctx = _Context(game_name=str(getattr(game, "name", game)), seed=seed)
+    _check_static_fields(game, ctx)
+    _check_symmetry_tables(game, ctx)
+
+    num_steps = game.max_length + 1
+    first_ids = np.arange(num_games)
+    # The second batch moves first-batch games one place along and puts new games (ids >= num_games) beside them.
+    second_ids = np.where(first_ids % 2 == 1, first_ids - 1, num_games + first_ids)
+    init_keys, second_init_keys = _init_keys(seed, first_ids), _init_keys(seed, second_ids)
+
+    state_spec, _ = _check_traces(game, ctx, init_keys)
+    compiled = _Compiled(game, ctx)
+    first = _play(compiled, init_keys, _move_noise(seed, first_ids, num_steps), first_ids)
+    second = _play(compiled, second_init_keys, _move_noise(seed, second_ids, num_steps), second_ids)
+    _check_batch_independence(first, second, ctx, second_ids)
+
+    leaf_names = [path for path, leaf in zip(_leaf_paths(state_spec), jax.tree.leaves(state_spec))
+                  if leaf is not state_spec.rewards]
+    _check_trajectory(first, game, ctx, leaf_names)
+    checked, unchecked = _check_symmetries_by_play(compiled, init_keys, first, game, ctx)
+
+    lengths = _game_lengths(first)
+    final_rewards = first.rewards[lengths, np.arange(num_games)]
+    wins = (int(np.sum(final_rewards[:, 0] > 0)), int(np.sum(final_rewards[:, 1] > 0)))
+    return CheckReport(
+        game=game.name,
+        num_games=num_games,
+        num_moves=int(np.sum(~first.terminated[:-1])),
+        max_game_length=int(lengths.max()),
+        wins=wins,
+        num_draws=num_games - sum(wins),
+        symmetries_checked=checked,
+        symmetries_unchecked=unchecked,
+        seconds=time.perf_counter() - start_time,
+    )

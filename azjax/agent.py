@@ -1,0 +1,103 @@
+"""A trained agent loaded from a run directory: `load_agent(run_dir)`.
+
+    agent = azjax.load_agent("runs/tic_tac_toe-...")
+    states = jax.vmap(agent.game.init)(jax.random.split(key, 8))
+    logits, value = agent.policy_value(states)        # [8, A] masked logits, [8] value for the side to move
+    actions = agent.act(key, states)                   # with search (the run's search config)
+    actions = agent.act(key, states, search=False)     # the network's top move
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+
+from azjax import checkpointing, games
+from azjax.config import Config, SearchConfig
+from azjax.networks import AlphaZeroNetwork, make_network
+from azjax.search import evaluate_states, make_search_fn
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Agent:
+    """A network with its game and search settings. Methods take batched states [B] and are jitted."""
+
+    config: Config
+    game: games.Game
+    network: AlphaZeroNetwork
+    variables: dict
+
+    def policy_value(self, states: games.State) -> tuple[jax.Array, jax.Array]:
+        """The network on a batch of states: logits [B, A] (illegal actions at the float minimum) and the value
+        [B] in [-1, 1] for each state's player to move."""
+        return _policy_value(self.network, self.game, self.variables, states)
+
+    def act(
+        self,
+        key: jax.Array,
+        states: games.State,
+        *,
+        search: bool = True,
+        num_simulations: int | None = None,
+        deterministic: bool = True,
+    ) -> jax.Array:
+        """Moves [B] int32 for a batch of non-terminal states.
+
+        Args:
+          key: randomness for the search (and for sampling when not deterministic).
+          states: batched game states.
+          search: search with mctx (the run's search config) rather than take the network's top move.
+          num_simulations: overrides the run's simulations per move.
+          deterministic: no root noise (Gumbel scale 0, no Dirichlet noise, no temperature); with
+            `search=False`, False samples from the network's policy instead of taking its top move.
+        """
+        if not search:
+            logits, _ = self.policy_value(states)
+            if deterministic:
+                return jnp.argmax(logits, axis=-1).astype(jnp.int32)
+            return jax.random.categorical(key, logits).astype(jnp.int32)
+        search_config = self.search_config(num_simulations=num_simulations, deterministic=deterministic)
+        return _search_action(self.network, self.game, search_config, self.variables, key, states)
+
+    def search_config(self, *, num_simulations: int | None = None, deterministic: bool = True) -> SearchConfig:
+        """The run's search config, adjusted for play: optionally more simulations, optionally no noise."""
+        changes: dict = {}
+        if num_simulations is not None:
+            changes["num_simulations"] = num_simulations
+        if deterministic:
+            changes.update(gumbel_scale=0.0, dirichlet_fraction=0.0, temperature_moves=0)
+        return dataclasses.replace(self.config.search, **changes)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _policy_value(network, game, variables, states):
+    apply_fn = functools.partial(network.apply, train=False)
+    return evaluate_states(apply_fn, variables, game, states)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 2))
+def _search_action(network, game, search_config, variables, key, states):
+    search_fn = make_search_fn(game, functools.partial(network.apply, train=False), search_config)
+    move_number = jnp.zeros(states.current_player.shape, jnp.int32)
+    return search_fn(variables, key, states, move_number).action
+
+
+def make_agent(config: Config, variables: dict) -> Agent:
+    """An agent from a config and network variables ({"params", "batch_stats"})."""
+    game = games.make(config.game)
+    return Agent(config=config, game=game, network=make_network(config.network, game.num_actions), variables=variables)
+
+
+def load_agent(run_dir: str | Path) -> Agent:
+    """The agent of a run directory's latest checkpoint.
+
+    Raises:
+      checkpointing.CheckpointError: the directory, its config or its checkpoint cannot be used (the message
+        says which and what to do).
+    """
+    config, variables = checkpointing.restore_model(Path(run_dir))
+    return make_agent(config, variables)

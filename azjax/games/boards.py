@@ -112,8 +112,8 @@ def parse_board(text: str, height: int, width: int) -> np.ndarray:
             continue
         cells: list[int] = []
         is_board_line = True
-        for token in tokens:
-            if token.isdigit():
+        for position, token in enumerate(tokens):
+            if position == 0 and token.isdecimal():
                 continue  # a row label
             if all(ch in _CELL_CHARS for ch in token):
                 cells.extend(_CELL_CHARS[ch] for ch in token)
@@ -160,7 +160,7 @@ def parse_cell(text: str, width: int, height: int, *, bottom_up: bool = False) -
     """Parses a cell name like "b3" (see `cell_name`); raises ValueError with the expected form."""
     text = text.strip().lower()
     hint = f"a column letter a-{COLUMN_LETTERS[width - 1]} then a row number 1-{height}, e.g. 'b2'"
-    if len(text) < 2 or text[0] not in COLUMN_LETTERS[:width] or not text[1:].isdigit():
+    if len(text) < 2 or text[0] not in COLUMN_LETTERS[:width] or not text[1:].isdecimal():
         raise ValueError(f"cannot read {text!r} as a move: write {hint}")
     col, number = COLUMN_LETTERS.index(text[0]), int(text[1:])
     if not 1 <= number <= height:

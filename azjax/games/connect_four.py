@@ -56,7 +56,7 @@ def _string_to_action(text: str) -> int:
     text = text.strip().lower()
     if len(text) == 1 and text in boards.COLUMN_LETTERS[:WIDTH]:
         return boards.COLUMN_LETTERS.index(text)
-    if text.isdigit() and 1 <= int(text) <= WIDTH:
+    if text.isdecimal() and 1 <= int(text) <= WIDTH:
         return int(text) - 1
     raise ValueError(f"cannot read {text!r} as a move: write a column letter a-g (or its number 1-7)")
 

@@ -1,0 +1,413 @@
+"""Game benchmark: batched random-play throughput of azjax's games, side by side with pgx's.
+
+What it measures: environment steps per second (one step = one move in one game of the batch) of uniformly
+random legal play, batched and compiled the way self-play runs games. For each game and batch size B, one jitted
+call runs T steps of `lax.scan` over
+
+    actions = categorical(key, where(legal_action_mask, 0, -inf))   # [B], a uniformly random legal move
+    states  = vmap(step)(states, actions)
+    states  = where(done, vmap(init)(keys), states)                   # restart finished games in place
+
+so the batch always stays full, as in self-play. pgx's implementation of the same game (if pgx is installed) runs
+through exactly the same loop in the same process, and the table shows azjax steps/s, pgx steps/s and their
+ratio.
+
+Timing: every function is compiled and called once to warm up before any timing (compilation is excluded); then
+`--repeats` calls of each implementation are timed with `block_until_ready`, alternating azjax and pgx so that a
+noisy, shared machine disturbs both alike. The table reports the MEDIAN of the repeats; `--json` also records the
+best and every single time. Each timed call continues from the states the previous call left, so the batch is a
+steady-state mix of openings and late positions.
+
+Both implementations get the same random keys, so where their rules agree they play the very same games; the
+number of games each finished is printed after the table as a check (equal counts expected).
+
+Note that pgx's `step` also computes the observation of the new state (its API stores it in the state), while
+azjax's `step` does not (callers call `observe` when they need one); the ratio includes that difference.
+
+Run it:
+
+    python experiments/bench_games.py                          # all games, B = 1, 64, 1024, 8192
+    python experiments/bench_games.py --quick                  # B = 1, 64 and few steps: well under a minute
+    python experiments/bench_games.py --games tic_tac_toe --batch-sizes 1024 --steps 128 --repeats 7
+    python experiments/bench_games.py --json experiments/results/bench_games.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import functools
+import importlib.metadata
+import json
+import os
+import pathlib
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from azjax import games
+
+# The pgx environment id of each azjax game that pgx also implements.
+PGX_IDS = {"tic_tac_toe": "tic_tac_toe", "connect_four": "connect_four"}
+
+DEFAULT_BATCH_SIZES = (1, 64, 1024, 8192)
+DEFAULT_STEPS = 256
+DEFAULT_REPEATS = 5
+QUICK_BATCH_SIZES = (1, 64)
+QUICK_STEPS = 32
+QUICK_REPEATS = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class Implementation:
+    """One implementation of a game, as the benchmark loop sees it.
+
+    Attributes:
+      label: "azjax" or "pgx".
+      init: key -> state, unbatched.
+      step: (state, int32 action) -> state, unbatched.
+      done: state -> bool [], True when the game must be restarted.
+    """
+
+    label: str
+    init: Callable[[jax.Array], Any]
+    step: Callable[[Any, jax.Array], Any]
+    done: Callable[[Any], jax.Array]
+
+
+@dataclasses.dataclass(frozen=True)
+class Measurement:
+    """The timings of one implementation on one (game, batch size)."""
+
+    compile_s: float  # lowering + compilation of the jitted call
+    times_s: list[float]  # one per timed call of `num_steps` steps
+    num_games: int  # games finished during the timed calls
+
+    def steps_per_s(self, num_env_steps: int) -> float:
+        return num_env_steps / statistics.median(self.times_s)
+
+
+def azjax_implementation(game: games.Game) -> Implementation:
+    return Implementation(label="azjax", init=game.init, step=game.step, done=lambda s: s.terminated)
+
+
+def pgx_implementation(env: Any) -> Implementation:
+    # The games here are deterministic, so pgx's optional step key is left out (as azjax's step has none).
+    # pgx never truncates these games by default; restarting on truncation too keeps the loop correct anyway.
+    return Implementation(label="pgx", init=env.init, step=env.step, done=lambda s: s.terminated | s.truncated)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The benchmark loop (the same for both implementations).
+
+
+def _select(done: jax.Array, fresh: jax.Array, old: jax.Array) -> jax.Array:
+    """where(done, fresh, old) with done [B] broadcast over the trailing axes of fresh/old [B, ...]."""
+    return jnp.where(done.reshape(done.shape + (1,) * (old.ndim - 1)), fresh, old)
+
+
+def _play_step(states: Any, key: jax.Array, *, impl: Implementation) -> tuple[Any, jax.Array]:
+    """One random legal move in every game of the batch [B]; finished games restart. Returns (states, #done)."""
+    action_key, init_key = jax.random.split(key)
+    logits = jnp.where(states.legal_action_mask, 0.0, -jnp.inf)  # [B, A]
+    actions = jax.random.categorical(action_key, logits).astype(jnp.int32)  # [B]
+    states = jax.vmap(impl.step)(states, actions)
+    done = jax.vmap(impl.done)(states)  # [B]
+    fresh = jax.vmap(impl.init)(jax.random.split(init_key, done.shape[0]))
+    states = jax.tree.map(functools.partial(_select, done), fresh, states)
+    return states, jnp.sum(done, dtype=jnp.int32)
+
+
+def random_play(key: jax.Array, states: Any, *, impl: Implementation, num_steps: int) -> tuple[Any, jax.Array]:
+    """Runs `num_steps` steps of random legal play on a batch of states [B, ...].
+
+    Returns the states after the last step and the number of games that finished on the way (int32 []).
+    """
+    step_keys = jax.random.split(key, num_steps)
+    states, num_done = jax.lax.scan(functools.partial(_play_step, impl=impl), states, step_keys)
+    return states, jnp.sum(num_done)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Timing.
+
+
+def _prepare(impl: Implementation, batch_size: int, num_steps: int, key: jax.Array):
+    """Compiles the loop for `impl`, runs the warm-up call; returns (compiled fn, states, compile seconds)."""
+    states = jax.jit(jax.vmap(impl.init))(jax.random.split(key, batch_size))
+    fn = jax.jit(functools.partial(random_play, impl=impl, num_steps=num_steps))
+    start = time.perf_counter()
+    compiled = fn.lower(key, states).compile()
+    compile_s = time.perf_counter() - start
+    states, _ = jax.block_until_ready(compiled(key, states))  # warm-up call, not timed
+    return compiled, states, compile_s
+
+
+def measure(
+    impls: Sequence[Implementation], *, batch_size: int, num_steps: int, num_repeats: int, key: jax.Array
+) -> dict[str, Measurement]:
+    """Times each implementation's jitted loop; repeats alternate between implementations."""
+    # Every implementation gets the same keys: where the rules agree, they then play the very same games.
+    prepare_key, key = jax.random.split(key)
+    prepared = {impl.label: _prepare(impl, batch_size, num_steps, prepare_key) for impl in impls}
+    compiled = {label: p[0] for label, p in prepared.items()}
+    states = {label: p[1] for label, p in prepared.items()}
+    times: dict[str, list[float]] = {label: [] for label in prepared}
+    num_games = {label: 0 for label in prepared}
+    for call_key in jax.random.split(key, num_repeats):
+        for label in prepared:
+            start = time.perf_counter()
+            states[label], num_done = jax.block_until_ready(compiled[label](call_key, states[label]))
+            times[label].append(time.perf_counter() - start)
+            num_games[label] += int(num_done)
+    return {
+        label: Measurement(compile_s=prepared[label][2], times_s=times[label], num_games=num_games[label])
+        for label in prepared
+    }
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Reporting.
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _git_commit() -> str | None:
+    """The commit of the azjax checkout this script sits in (with "+dirty" for local changes), if any."""
+    here = pathlib.Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=here, capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return commit + ("+dirty" if dirty.strip() else "")
+
+
+def machine_info() -> dict[str, Any]:
+    """The facts about this machine and software that the figures depend on."""
+    usable_cores: int | None
+    try:
+        usable_cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        usable_cores = os.cpu_count()
+    return {
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "cpu": _cpu_model(),
+        "cpu_cores": os.cpu_count(),
+        "usable_cores": usable_cores,
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "jax": jax.__version__,
+        "backend": jax.default_backend(),
+        "devices": [str(d) for d in jax.devices()],
+        "azjax": importlib.metadata.version("azjax"),
+        "azjax_commit": _git_commit(),
+    }
+
+
+def _import_pgx() -> Any | None:
+    try:
+        import pgx  # type: ignore[import-untyped]
+    except ImportError:
+        return None
+    return pgx
+
+
+def _format_rate(rate: float | None) -> str:
+    return "-" if rate is None else f"{rate:,.0f}"
+
+
+_TABLE_HEADER = f"{'game':<14} {'batch':>6} {'azjax steps/s':>15} {'pgx steps/s':>15} {'azjax/pgx':>10}"
+
+
+def format_row(row: dict[str, Any]) -> str:
+    ratio = "-" if row["ratio"] is None else f"{row['ratio']:.2f}"
+    return (
+        f"{row['game']:<14} {row['batch_size']:>6} {_format_rate(row['azjax_steps_per_s']):>15} "
+        f"{_format_rate(row['pgx_steps_per_s']):>15} {ratio:>10}"
+    )
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="Batched random-play throughput (environment steps/s) of azjax games vs pgx, "
+        "under jit + vmap + lax.scan. The table reports the median of --repeats timed calls; "
+        "compilation and one warm-up call are excluded.",
+    )
+    parser.add_argument(
+        "--games", nargs="+", default=None, metavar="NAME",
+        help=f"azjax games to benchmark (default: all registered: {' '.join(games.names())})",
+    )
+    parser.add_argument(
+        "--batch-sizes", nargs="+", type=int, default=None, metavar="B",
+        help=f"batch sizes (default: {' '.join(map(str, DEFAULT_BATCH_SIZES))}; "
+        f"with --quick: {' '.join(map(str, QUICK_BATCH_SIZES))})",
+    )
+    parser.add_argument(
+        "--steps", type=int, default=None, metavar="T",
+        help=f"steps of the batch per jitted call (default: {DEFAULT_STEPS}; with --quick: {QUICK_STEPS})",
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=None, metavar="N",
+        help=f"timed calls per implementation; the table shows their median "
+        f"(default: {DEFAULT_REPEATS}; with --quick: {QUICK_REPEATS})",
+    )
+    parser.add_argument(
+        "--quick", action="store_true",
+        help="a fast smoke run: small batch sizes, few steps and repeats (explicit options still win)",
+    )
+    parser.add_argument("--no-pgx", action="store_true", help="skip pgx even if it is installed")
+    parser.add_argument("--seed", type=int, default=0, help="random seed of the played moves (default: 0)")
+    parser.add_argument(
+        "--json", metavar="OUT", default=None, help="also write the results (with every timing) as JSON to OUT"
+    )
+    args = parser.parse_args(argv)
+    if args.batch_sizes is None:
+        args.batch_sizes = list(QUICK_BATCH_SIZES if args.quick else DEFAULT_BATCH_SIZES)
+    if args.steps is None:
+        args.steps = QUICK_STEPS if args.quick else DEFAULT_STEPS
+    if args.repeats is None:
+        args.repeats = QUICK_REPEATS if args.quick else DEFAULT_REPEATS
+    if args.games is None:
+        args.games = games.names()
+    for name in args.games:
+        if name not in games.names():
+            parser.error(f"unknown game {name!r}; registered games: {', '.join(games.names())}")
+    if min(args.batch_sizes) < 1 or args.steps < 1 or args.repeats < 1:
+        parser.error("--batch-sizes, --steps and --repeats must be positive")
+    return args
+
+
+def print_header(info: dict[str, Any], args: argparse.Namespace, pgx_skip_reason: str | None) -> None:
+    print(f"# azjax game benchmark, {info['date']}")
+    print(f"# machine: {info['cpu']}, {info['cpu_cores']} cores ({info['usable_cores']} usable), {info['platform']}")
+    print(f"# python {info['python']}, jax {info['jax']}, backend {info['backend']}, devices {info['devices']}")
+    print(f"# azjax {info['azjax']} (commit {info['azjax_commit']})")
+    if pgx_skip_reason is None:
+        print(f"# pgx {info['pgx']}")
+    else:
+        print(f"# pgx: skipped ({pgx_skip_reason}); azjax figures only")
+    print(
+        f"# random legal play, jit(lax.scan over T={args.steps} steps of vmap(step)), finished games restarted; "
+        f"steps/s = MEDIAN of {args.repeats} timed calls (compile + 1 warm-up call excluded)"
+    )
+    print()
+    print(_TABLE_HEADER)
+    print("-" * len(_TABLE_HEADER), flush=True)
+
+
+def benchmark_row(
+    name: str, impls: Sequence[Implementation], batch_size: int, args: argparse.Namespace, key: jax.Array
+) -> dict[str, Any]:
+    """Measures one (game, batch size) and returns its table row, with every timing under "details"."""
+    results = measure(impls, batch_size=batch_size, num_steps=args.steps, num_repeats=args.repeats, key=key)
+    call_steps = batch_size * args.steps
+    rates = {label: m.steps_per_s(call_steps) for label, m in results.items()}
+    return {
+        "game": name,
+        "batch_size": batch_size,
+        "azjax_steps_per_s": rates["azjax"],
+        "pgx_steps_per_s": rates.get("pgx"),
+        "ratio": rates["azjax"] / rates["pgx"] if "pgx" in rates else None,
+        "timed_env_steps": call_steps * args.repeats,  # per implementation
+        "details": {
+            label: {
+                "compile_s": m.compile_s,
+                "times_s": m.times_s,
+                "median_steps_per_s": rates[label],
+                "best_steps_per_s": call_steps / min(m.times_s),
+                "games_finished": m.num_games,
+                "mean_game_length": call_steps * args.repeats / m.num_games if m.num_games else None,
+            }
+            for label, m in results.items()
+        },
+    }
+
+
+def summarize_games(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """One line per game: games finished in the timed calls by each implementation, and their mean length."""
+    lines = []
+    for name in dict.fromkeys(row["game"] for row in rows):
+        counts: dict[str, int] = {}
+        for row in rows:
+            if row["game"] == name:
+                for label, details in row["details"].items():
+                    counts[label] = counts.get(label, 0) + details["games_finished"]
+        num_steps = sum(row["timed_env_steps"] for row in rows if row["game"] == name)
+        described = ", ".join(
+            f"{label} {n} (mean length {num_steps / n:.2f} moves)" if n else f"{label} 0" for label, n in counts.items()
+        )
+        if len(counts) == 1:
+            verdict = "azjax only"
+        elif len(set(counts.values())) == 1:
+            verdict = "equal, as expected when both play the same games from the same keys"
+        else:
+            verdict = "DIFFERENT: the implementations do not play the same games"
+        lines.append(f"# {name}: games finished in the timed calls: {described}; {verdict}")
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """Runs the benchmark, prints the table and returns the results (as also written by --json)."""
+    args = parse_args(argv)
+    pgx = None if args.no_pgx else _import_pgx()
+    pgx_skip_reason = None if pgx is not None else ("--no-pgx" if args.no_pgx else "pgx is not installed")
+    info = machine_info()
+    info["pgx"] = pgx.__version__ if pgx is not None else None
+    print_header(info, args, pgx_skip_reason)
+
+    key = jax.random.key(args.seed)
+    rows = []
+    for name in args.games:
+        impls = [azjax_implementation(games.make(name))]
+        if pgx is not None and name in PGX_IDS:
+            impls.append(pgx_implementation(pgx.make(PGX_IDS[name])))
+        for batch_size in args.batch_sizes:
+            key, row_key = jax.random.split(key)
+            rows.append(benchmark_row(name, impls, batch_size, args, row_key))
+            print(format_row(rows[-1]), flush=True)
+    print()
+    for line in summarize_games(rows):
+        print(line)
+
+    results = {
+        "machine": info,
+        "config": {
+            "games": args.games,
+            "batch_sizes": args.batch_sizes,
+            "steps": args.steps,
+            "repeats": args.repeats,
+            "seed": args.seed,
+            "statistic": "median",
+            "pgx_skipped": pgx_skip_reason,
+        },
+        "rows": rows,
+    }
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
+        print(f"# results written to {args.json}")
+    return results
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

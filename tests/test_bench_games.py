@@ -1,0 +1,55 @@
+"""Smoke tests of experiments/bench_games.py: its quick mode runs and reports positive rates (timings never
+asserted)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import pathlib
+import sys
+
+import pytest
+
+_SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "experiments" / "bench_games.py"
+_TINY = ["--quick", "--games", "tic_tac_toe", "--batch-sizes", "1", "4", "--steps", "8", "--repeats", "2"]
+
+
+@pytest.fixture(scope="module")
+def bench_games():
+    spec = importlib.util.spec_from_file_location("bench_games", _SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the script is being executed
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop(spec.name, None)
+
+
+def test_quick_mode_reports_positive_rates(bench_games, tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    results = bench_games.main([*_TINY, "--json", str(out)])
+    printed = capsys.readouterr().out
+
+    assert json.loads(out.read_text()) == json.loads(json.dumps(results))
+    assert [row["batch_size"] for row in results["rows"]] == [1, 4]
+    pgx_ran = results["config"]["pgx_skipped"] is None
+    assert pgx_ran == (importlib.util.find_spec("pgx") is not None)
+    for row in results["rows"]:
+        assert row["game"] == "tic_tac_toe"
+        assert row["azjax_steps_per_s"] > 0
+        if pgx_ran:
+            assert row["pgx_steps_per_s"] > 0 and row["ratio"] > 0
+            # Same keys and same rules: both implementations finish the same number of games.
+            finished = {label: d["games_finished"] for label, d in row["details"].items()}
+            assert finished["azjax"] == finished["pgx"]
+    assert "azjax steps/s" in printed and "jax " in printed and "MEDIAN" in printed
+
+
+def test_without_pgx_reports_azjax_and_says_pgx_was_skipped(bench_games, monkeypatch, capsys):
+    monkeypatch.setattr(bench_games, "_import_pgx", lambda: None)
+    results = bench_games.main([*_TINY, "--batch-sizes", "2"])
+    printed = capsys.readouterr().out
+
+    assert results["config"]["pgx_skipped"] == "pgx is not installed"
+    (row,) = results["rows"]
+    assert row["azjax_steps_per_s"] > 0 and row["pgx_steps_per_s"] is None and row["ratio"] is None
+    assert "pgx: skipped (pgx is not installed)" in printed

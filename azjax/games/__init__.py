@@ -9,7 +9,7 @@ See `azjax.games.base` for the protocol and its conventions, `check_game` to val
 
 from azjax.games.base import Game, State, Symmetry, board_symmetries, random_opening, resolve_step
 from azjax.games.boards import BoardState
-from azjax.games.checker import GameCheckError, check_game
+from azjax.games.checker import CHECKS, CheckReport, GameCheckError, check_game
 from azjax.games.connect_four import make_connect_four
 from azjax.games.mnk import make_mnk_game, make_tic_tac_toe
 from azjax.games.registry import make, names, register
@@ -19,6 +19,8 @@ register("connect_four", make_connect_four)
 
 __all__ = [
     "BoardState",
+    "CHECKS",
+    "CheckReport",
     "Game",
     "GameCheckError",
     "State",

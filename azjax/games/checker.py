@@ -322,8 +322,9 @@ def _check_traces(game: Game, ctx: _Context, keys: jax.Array) -> tuple[Any, Any]
     batch_actions = jax.ShapeDtypeStruct((keys.shape[0],), jnp.int32)
     _trace(ctx, "jax.vmap(game.step)(states, actions)", jax.vmap(game.step), batch_spec, batch_actions)
     _trace(ctx, "jax.vmap(game.observe)(states)", jax.vmap(game.observe), batch_spec)
-    before, after = jax.tree.structure(state_spec), jax.tree.structure(next_spec)
-    if not before == after:
+    before: Any = jax.tree.structure(state_spec)  # Any: jaxlib ships no type stubs for PyTreeDef
+    after = jax.tree.structure(next_spec)
+    if before != after:
         raise ctx.fail(
             "state_structure", f"step changes the state's pytree structure from\n  {before}\nto\n  {after}"
         )

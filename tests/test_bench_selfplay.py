@@ -1,0 +1,57 @@
+"""Smoke tests of experiments/bench_selfplay.py: its quick mode runs and reports positive rates for azjax and the
+pgx + mctx reference (timings never asserted)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import pathlib
+import sys
+
+import pytest
+
+_SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "experiments" / "bench_selfplay.py"
+_TINY = [
+    "--quick", "--batch-sizes", "4", "--simulations", "2", "--blocks", "1", "--channels", "4",
+    "--steps", "2", "--repeats", "2",
+]
+
+
+@pytest.fixture(scope="module")
+def bench_selfplay():
+    spec = importlib.util.spec_from_file_location("bench_selfplay", _SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the script is being executed
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop(spec.name, None)
+
+
+def test_quick_mode_reports_positive_rates_for_both(bench_selfplay, tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    results = bench_selfplay.main([*_TINY, "--json", str(out)])
+    printed = capsys.readouterr().out
+
+    assert json.loads(out.read_text()) == json.loads(json.dumps(results))
+    pgx_ran = results["config"]["reference_skipped"] is None
+    assert pgx_ran == (importlib.util.find_spec("pgx") is not None)
+    assert results["config"]["network"]["num_blocks"] == 1 and results["config"]["network"]["num_channels"] == 4
+    (row,) = results["rows"]
+    assert (row["batch_size"], row["num_simulations"]) == (4, 2)
+    assert row["azjax_positions_per_s"] > 0
+    assert row["azjax_simulations_per_s"] == pytest.approx(2 * row["azjax_positions_per_s"])
+    if pgx_ran:
+        assert row["reference_positions_per_s"] > 0 and row["ratio"] > 0
+        assert row["reference_simulations_per_s"] == pytest.approx(2 * row["reference_positions_per_s"])
+    for details in row["details"].values():
+        assert details["compile_s"] > 0 and len(details["times_s"]) == 2
+    assert "azjax pos/s" in printed and "jax " in printed and "MEDIAN" in printed
+
+
+def test_help_documents_every_option(bench_selfplay, capsys):
+    with pytest.raises(SystemExit):
+        bench_selfplay.parse_args(["--help"])
+    printed = capsys.readouterr().out
+    for option in ("--batch-sizes", "--simulations", "--steps", "--repeats", "--blocks", "--channels", "--quick",
+                   "--no-reference", "--json"):
+        assert option in printed

@@ -9,16 +9,25 @@ See `azjax.games.base` for the protocol and its conventions, `check_game` to val
 
 from azjax.games.base import Game, State, Symmetry, board_symmetries, random_opening, resolve_step
 from azjax.games.boards import BoardState
+from azjax.games.brandub import BrandubState, make_brandub
 from azjax.games.checker import CHECKS, CheckReport, GameCheckError, check_game
 from azjax.games.connect_four import make_connect_four
-from azjax.games.mnk import make_mnk_game, make_tic_tac_toe
-from azjax.games.registry import make, names, register
+from azjax.games.mnk import make_gomoku, make_gomoku9, make_mnk_game, make_tic_tac_toe
+from azjax.games.othello import make_othello, make_othello6
+from azjax.games.pgx_adapter import from_pgx
+from azjax.games.registry import describe_known, is_known, make, names, register
 
 register("tic_tac_toe", make_tic_tac_toe)
 register("connect_four", make_connect_four)
+register("brandub", make_brandub)  # options: king_armed, monarch_capture, castle_passable, max_moves, ...
+register("gomoku", make_gomoku)  # options: size=15, exact=False
+register("gomoku9", make_gomoku9)  # make("gomoku", size=9) under its own name; option: exact=False
+register("othello", make_othello)  # option: size=8
+register("othello6", make_othello6)  # make("othello", size=6) under its own name
 
 __all__ = [
     "BoardState",
+    "BrandubState",
     "CHECKS",
     "CheckReport",
     "Game",
@@ -27,9 +36,17 @@ __all__ = [
     "Symmetry",
     "board_symmetries",
     "check_game",
+    "describe_known",
+    "from_pgx",
+    "is_known",
     "make",
+    "make_brandub",
     "make_connect_four",
+    "make_gomoku",
+    "make_gomoku9",
     "make_mnk_game",
+    "make_othello",
+    "make_othello6",
     "make_tic_tac_toe",
     "names",
     "register",

@@ -1,4 +1,4 @@
-"""Shared machinery of the stone-placing games (tic-tac-toe, Connect Four, Gomoku).
+"""Shared machinery of the stone-placing games (tic-tac-toe, Connect Four, Gomoku; Othello uses the board and text).
 
 Boards are flat int8 arrays [H * W] in row-major order, row 0 at the top: 0 empty, 1 a stone of player 0 ("X"),
 2 a stone of player 1 ("O"). The ASCII form, printed by `render_board` and read by `parse_board`, is::
@@ -30,42 +30,55 @@ _CHAR_OF = {v: k for k, v in _CELL_CHARS.items()}
 COLUMN_LETTERS = string.ascii_lowercase
 
 
-def line_windows(height: int, width: int, length: int) -> np.ndarray:
+def line_windows(height: int, width: int, length: int, *, with_ends: bool = False) -> np.ndarray:
     """Every straight window of `length` cells (rows, columns, both diagonals) that contains each cell.
 
     Returns an int32 array [H * W, M, length] of flat cell indices, where M is the largest number of windows any
     cell lies in. Rows of cells with fewer windows are padded with the index H * W, a sentinel cell that callers
     append to the board and keep empty.
+
+    With `with_ends`, each window also holds its two neighbours along the line, first and last: [H * W, M,
+    length + 2], a neighbour off the board being the sentinel. `completes_line(..., exact=True)` uses them to
+    tell a line of exactly `length` from a longer one.
     """
+    sentinel = height * width
+    margin = 1 if with_ends else 0
     per_cell: list[list[list[int]]] = [[] for _ in range(height * width)]
     for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
         for r in range(height):
             for c in range(width):
                 cells = [(r + i * dr, c + i * dc) for i in range(length)]
                 if all(0 <= rr < height and 0 <= cc < width for rr, cc in cells):
-                    window = [rr * width + cc for rr, cc in cells]
-                    for cell in window:
-                        per_cell[cell].append(window)
+                    span = [(r + i * dr, c + i * dc) for i in range(-margin, length + margin)]
+                    window = [rr * width + cc if 0 <= rr < height and 0 <= cc < width else sentinel for rr, cc in span]
+                    for rr, cc in cells:
+                        per_cell[rr * width + cc].append(window)
     most = max(len(w) for w in per_cell)
-    sentinel = height * width
-    padded = [w + [[sentinel] * length] * (most - len(w)) for w in per_cell]
+    padded = [w + [[sentinel] * (length + 2 * margin)] * (most - len(w)) for w in per_cell]
     return np.asarray(padded, dtype=np.int32)
 
 
-def completes_line(board: jax.Array, cell: jax.Array, stone: jax.Array, windows: np.ndarray) -> jax.Array:
+def completes_line(
+    board: jax.Array, cell: jax.Array, stone: jax.Array, windows: np.ndarray, *, exact: bool = False
+) -> jax.Array:
     """Whether the windows through `cell` hold a full line of `stone` (after that stone was placed there).
 
     Args:
       board: int8 [H * W], the board after the move.
       cell: int32 [], the cell just played.
       stone: int8 [], the mover's stone (1 or 2).
-      windows: the static table of `line_windows`.
+      windows: the static table of `line_windows` (built `with_ends` when `exact`).
+      exact: only a line of exactly the window's length counts, not a longer one (an overline): the window's two
+        neighbours, the sentinel off the board, must not hold `stone`.
     Returns:
       bool [].
     """
     extended = jnp.concatenate([board, jnp.zeros((1,), board.dtype)])
-    cells = extended[jnp.asarray(windows)[cell]]  # [M, length]
-    return jnp.any(jnp.all(cells == stone, axis=-1))
+    cells = extended[jnp.asarray(windows)[cell]]  # [M, length], or [M, length + 2] with the ends
+    if not exact:
+        return jnp.any(jnp.all(cells == stone, axis=-1))
+    full = jnp.all(cells[:, 1:-1] == stone, axis=-1)
+    return jnp.any(full & (cells[:, 0] != stone) & (cells[:, -1] != stone))
 
 
 def stone_planes(board: jax.Array, current_player: jax.Array, height: int, width: int) -> jax.Array:
@@ -143,10 +156,14 @@ def check_stone_counts(board: np.ndarray) -> int:
     return num_x - num_o
 
 
-def board_has_line(board: np.ndarray, stone: int, windows: np.ndarray) -> bool:
-    """Whether `stone` has a full line anywhere on the (numpy) board; for parsing, not for jitted code."""
-    extended = np.concatenate([board, [EMPTY]])
-    return bool(np.any(np.all(extended[windows] == stone, axis=-1)))
+def board_has_line(board: np.ndarray, stone: int, windows: np.ndarray, *, exact: bool = False) -> bool:
+    """Whether `stone` has a full line anywhere on the (numpy) board; for parsing, not for jitted code. `windows`
+    and `exact` as for `completes_line`."""
+    cells = np.concatenate([board, [EMPTY]])[windows]
+    if not exact:
+        return bool(np.any(np.all(cells == stone, axis=-1)))
+    full = np.all(cells[..., 1:-1] == stone, axis=-1)
+    return bool(np.any(full & (cells[..., 0] != stone) & (cells[..., -1] != stone)))
 
 
 def cell_name(cell: int, width: int, height: int, *, bottom_up: bool = False) -> str:
@@ -177,17 +194,23 @@ class BoardState(State):
 
 
 def place_stone(
-    state: BoardState, cell: jax.Array, windows: np.ndarray, legal_fn: Callable[[jax.Array], jax.Array]
+    state: BoardState,
+    cell: jax.Array,
+    windows: np.ndarray,
+    legal_fn: Callable[[jax.Array], jax.Array],
+    *,
+    exact: bool = False,
 ) -> BoardState:
     """The raw transition of a legal move: the mover's stone on `cell`, then a line win or a full-board draw.
 
-    `legal_fn(board) -> bool [A]` gives the legal moves of a non-terminal board. Illegal moves and terminal
-    states are handled by the caller through `resolve_step`.
+    `legal_fn(board) -> bool [A]` gives the legal moves of a non-terminal board; `windows` and `exact` say what a
+    line is (see `completes_line`). Illegal moves and terminal states are handled by the caller through
+    `resolve_step`.
     """
     mover = state.current_player
     stone = (mover + 1).astype(jnp.int8)
     board = state.board.at[cell].set(stone)
-    won = completes_line(board, cell, stone, windows)
+    won = completes_line(board, cell, stone, windows, exact=exact)
     terminated = won | jnp.all(board != EMPTY)
     winner_rewards = jnp.where(jnp.arange(2) == mover, 1.0, -1.0)
     return state.replace(
@@ -200,17 +223,22 @@ def place_stone(
 
 
 def state_from_board(
-    board: np.ndarray, windows: np.ndarray, legal_fn: Callable[[jax.Array], jax.Array]
+    board: np.ndarray,
+    windows: np.ndarray,
+    legal_fn: Callable[[jax.Array], jax.Array],
+    *,
+    exact: bool = False,
 ) -> BoardState:
     """Builds the state of a parsed board: who moves from the stone counts; a line or a full board is terminal,
-    with the rewards of the move that ended the game (so the state is as if reached by play).
+    with the rewards of the move that ended the game (so the state is as if reached by play). `windows` and
+    `exact` as for `completes_line`.
 
     Raises:
       ValueError: when the stone counts or the lines could not arise in play.
     """
     to_move = check_stone_counts(board)
-    x_line = board_has_line(board, STONE_X, windows)
-    o_line = board_has_line(board, STONE_O, windows)
+    x_line = board_has_line(board, STONE_X, windows, exact=exact)
+    o_line = board_has_line(board, STONE_O, windows, exact=exact)
     if x_line and o_line:
         raise ValueError("both X and O have a line; a game ends at the first line, so this cannot occur")
     if (x_line and to_move != 1) or (o_line and to_move != 0):

@@ -1,8 +1,9 @@
 """k-in-a-row games on an H x W board (m,n,k-games): tic-tac-toe is (3, 3, 3), Gomoku is (15, 15, 5).
 
 Action = row * W + col, row 0 at the top. Players alternately place a stone on an empty cell; the first to make
-an unbroken line of k stones (row, column or diagonal) wins; a full board is a draw. Observation: float32
-[H, W, 2], the mover's stones then the opponent's.
+an unbroken line of k stones (row, column or diagonal) wins; a full board is a draw. With `exact`, only a line of
+exactly k stones wins: an overline of k + 1 or more does not (it is no line, and play goes on). Observation:
+float32 [H, W, 2], the mover's stones then the opponent's.
 """
 
 from __future__ import annotations
@@ -32,27 +33,35 @@ def _init(key: jax.Array, *, height: int, width: int) -> boards.BoardState:
     )
 
 
-def _step(state: boards.BoardState, action: jax.Array, *, windows) -> boards.BoardState:
+def _step(state: boards.BoardState, action: jax.Array, *, windows, exact: bool) -> boards.BoardState:
     action = jnp.asarray(action, jnp.int32)
     cell = jnp.clip(action, 0, state.board.shape[0] - 1)
-    return resolve_step(state, boards.place_stone(state, cell, windows, _legal_cells), action)
+    return resolve_step(state, boards.place_stone(state, cell, windows, _legal_cells, exact=exact), action)
 
 
-def make_mnk_game(name: str, height: int, width: int, k: int) -> Game:
-    """A k-in-a-row game on an H x W board; see the module docstring."""
-    windows = boards.line_windows(height, width, k)
+def make_mnk_game(name: str, height: int, width: int, k: int, *, exact: bool = False) -> Game:
+    """A k-in-a-row game on an H x W board; see the module docstring.
+
+    Args:
+      name: the game's name.
+      height, width: the board's size.
+      k: the length of a winning line.
+      exact: only a line of exactly k stones wins; by default k or more.
+    """
+    # With `exact`, each window of k cells carries its two neighbours along the line (see boards.line_windows).
+    windows = boards.line_windows(height, width, k, with_ends=exact)
     return Game(
         name=name,
         num_actions=height * width,
         observation_shape=(height, width, 2),
         max_length=height * width,
         init=functools.partial(_init, height=height, width=width),
-        step=functools.partial(_step, windows=windows),
+        step=functools.partial(_step, windows=windows, exact=exact),
         observe=lambda s: boards.stone_planes(s.board, s.current_player, height, width),
         render=lambda s: boards.render_state(s, height, width),
         symmetries=board_symmetries(height, width),
         from_ascii=lambda text: boards.state_from_board(
-            boards.parse_board(text, height, width), windows, _legal_cells
+            boards.parse_board(text, height, width), windows, _legal_cells, exact=exact
         ),
         action_to_string=lambda a: boards.cell_name(int(a), width, height),
         string_to_action=lambda text: boards.parse_cell(text, width, height),
@@ -62,3 +71,29 @@ def make_mnk_game(name: str, height: int, width: int, k: int) -> Game:
 def make_tic_tac_toe() -> Game:
     """Tic-tac-toe: 3 x 3, three in a row; action = row * 3 + col."""
     return make_mnk_game("tic_tac_toe", 3, 3, 3)
+
+
+def _gomoku(registry_name: str, default_size: int, size: int, exact: bool) -> Game:
+    """Gomoku under `registry_name`, named with the options that differ from that name's defaults."""
+    if not isinstance(size, int) or not 5 <= size <= len(boards.COLUMN_LETTERS):
+        raise ValueError(f"gomoku: size must be a whole number from 5 to {len(boards.COLUMN_LETTERS)}, got {size!r}")
+    options = [f"size={size}"] if size != default_size else []
+    options += ["exact=True"] if exact else []
+    name = f"{registry_name}({', '.join(options)})" if options else registry_name
+    return make_mnk_game(name, size, size, 5, exact=bool(exact))
+
+
+def make_gomoku(size: int = 15, exact: bool = False) -> Game:
+    """Gomoku (Gobang, five in a row) on a size x size board; action = row * size + col.
+
+    Args:
+      size: the board's side, 15 by default (9 trains fast: see `make_gomoku9`).
+      exact: only exactly five in a row wins, an overline of six or more does not; by default five or more win
+        (freestyle Gomoku).
+    """
+    return _gomoku("gomoku", 15, size, exact)
+
+
+def make_gomoku9(exact: bool = False) -> Game:
+    """Gomoku on 9 x 9, `make_gomoku(size=9)` under its own name "gomoku9" (for presets and fast training)."""
+    return _gomoku("gomoku9", 9, 9, exact)

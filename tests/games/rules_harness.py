@@ -1,8 +1,10 @@
-"""Helpers shared by the rules tests of tic-tac-toe and Connect Four (test_tictactoe.py, test_connect_four.py).
+"""Helpers shared by the rules tests of the stone and disc games (test_tictactoe.py, test_connect_four.py,
+test_gomoku.py, test_othello.py).
 
 Batches of games are played in azjax under `jax.jit(jax.vmap(game.step))` inside one `lax.scan`, brought to the
-host once, and replayed move by move in the plain-Python reference (reference.py); the comparisons are numpy over
-whole [T + 1, B] arrays, with a readable report of the first game that differs.
+host once, and replayed move by move in a plain-Python reference (reference.py, or the test module's own, with the
+same interface); the comparisons are numpy over whole [T + 1, B] arrays, with a readable report of the first game
+that differs.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable
+from typing import ClassVar
 
 import hypothesis.strategies as st
 import jax
@@ -394,11 +397,13 @@ class GenericRulesTests:
     game_name: str
     reference_class: type[ReferenceGame]
     num_games: int = 2000
+    game_options: ClassVar[dict[str, object]] = {}  # passed to make(game_name, **game_options)
+    num_symmetric_games: int = 256  # games per symmetry in the symmetric-play test
 
     @pytest.fixture(scope="class")
     @classmethod
     def game(cls) -> Game:
-        return make(cls.game_name)
+        return make(cls.game_name, **cls.game_options)
 
     @pytest.fixture(scope="class")
     @classmethod
@@ -454,7 +459,7 @@ class GenericRulesTests:
     def test_symmetric_games_give_transformed_observations_and_masks(
         self, game: Game, players: Players, legal: Played
     ) -> None:
-        num_games = 256
+        num_games = self.num_symmetric_games
         actions = np.clip(legal.rollout.actions[:, :num_games], 0, game.num_actions - 1)  # after the end: any
         rollout = jax.device_get(players.actions(symmetric_action_batch(game, actions)))
         assert_symmetric_play(game, rollout, num_games)

@@ -74,7 +74,7 @@ class TrainConfig:
 class Config:
     """Everything a training run needs. `azjax train --help` lists every field."""
 
-    game: str = "tic_tac_toe"  # a registered game (azjax.games.names())
+    game: str = "tic_tac_toe"  # a registered game (azjax.games.names()) or a pgx one, "pgx:<env_id>"
     seed: int = 0  # the run's random seed
     num_iterations: int = 50  # iterations of self-play + training; `azjax train` may stop earlier on --seconds
     network: NetworkConfig = dataclasses.field(default_factory=NetworkConfig)
@@ -86,8 +86,9 @@ class Config:
         """Checks every field; returns self, or raises ConfigError naming the field and the fix."""
         from azjax import games  # late: config must not build games at import time
 
-        if self.game not in games.names():
-            raise ConfigError(f"game: unknown game {self.game!r}; choose one of {', '.join(games.names())}")
+        _check_types(self)
+        if not games.is_known(self.game):
+            raise ConfigError(f"game: unknown game {self.game!r}; choose one of {games.describe_known()}")
         _positive(self, "num_iterations")
         _positive(self.network, "num_blocks", "network.")
         _positive(self.network, "num_channels", "network.")
@@ -119,6 +120,24 @@ class Config:
         return self
 
 
+def _check_types(config: Config) -> None:
+    """Every field holds a value of its declared type (ints are accepted where a float is declared)."""
+    for path, (kind, _, _) in field_paths(config).items():
+        section, _, name = path.rpartition(".")
+        value = getattr(getattr(config, section) if section else config, name)
+        allowed = typing.get_args(kind) if typing.get_origin(kind) in (typing.Union, types.UnionType) else (kind,)
+        ok = any(
+            (value is None and a is type(None))
+            or (a is float and isinstance(value, int | float) and not isinstance(value, bool))
+            or (a is int and isinstance(value, int) and not isinstance(value, bool))
+            or (a in (str, bool) and isinstance(value, a))
+            for a in allowed
+        )
+        if not ok:
+            expected = " or ".join("None" if a is type(None) else a.__name__ for a in allowed)
+            raise ConfigError(f"{path} must be {expected}, got {value!r} ({type(value).__name__})")
+
+
 def _positive(section: Any, name: str, prefix: str = "") -> None:
     value = getattr(section, name)
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -135,7 +154,16 @@ def _choice(value: str, allowed: tuple[str, ...], name: str) -> None:
 
 
 def _preset_tic_tac_toe_cpu() -> Config:
-    return Config(game="tic_tac_toe")
+    # Tuned for `azjax train` on a 2-core CPU: near-perfect play within the 3-minute budget. Random openings
+    # cover the positions after blunders; 64 SGD steps per iteration reuse each position ~2 times.
+    return Config(
+        game="tic_tac_toe",
+        num_iterations=60,
+        network=NetworkConfig(num_blocks=1, num_channels=32),
+        search=SearchConfig(num_simulations=16),
+        selfplay=SelfPlayConfig(num_games=256, num_steps=32, opening_moves=4),
+        train=TrainConfig(batch_size=256, num_sgd_steps=64, replay_capacity=32768),
+    )
 
 
 def _preset_tic_tac_toe_gpu() -> Config:
@@ -152,10 +180,10 @@ def _preset_tic_tac_toe_gpu() -> Config:
 def _preset_connect_four_cpu() -> Config:
     return Config(
         game="connect_four",
-        num_iterations=200,
-        network=NetworkConfig(num_blocks=3, num_channels=32),
-        search=SearchConfig(num_simulations=32),
-        selfplay=SelfPlayConfig(num_games=256, num_steps=32),
+        num_iterations=300,
+        network=NetworkConfig(num_blocks=2, num_channels=32),
+        search=SearchConfig(num_simulations=16),
+        selfplay=SelfPlayConfig(num_games=128, num_steps=32, opening_moves=4),
         train=TrainConfig(batch_size=256, num_sgd_steps=32, replay_capacity=65536),
     )
 
@@ -171,11 +199,91 @@ def _preset_connect_four_gpu() -> Config:
     )
 
 
+def _preset_gomoku9_cpu() -> Config:
+    # 9 x 9 Gomoku: 81 actions, random games last about 55 moves.
+    return Config(
+        game="gomoku9",
+        num_iterations=200,
+        network=NetworkConfig(num_blocks=2, num_channels=32),
+        search=SearchConfig(num_simulations=32),
+        selfplay=SelfPlayConfig(num_games=128, num_steps=32),
+        train=TrainConfig(batch_size=256, num_sgd_steps=32, replay_capacity=65536),
+    )
+
+
+def _preset_gomoku_gpu() -> Config:
+    # 15 x 15 Gomoku: 225 actions; a deeper network sees the whole board; fewer simulations than Connect Four's,
+    # since every simulation evaluates a 15 x 15 board.
+    return Config(
+        game="gomoku",
+        num_iterations=400,
+        network=NetworkConfig(num_blocks=8, num_channels=96, compute_dtype="bfloat16"),
+        search=SearchConfig(num_simulations=64, max_num_considered_actions=32),
+        selfplay=SelfPlayConfig(num_games=1024, num_steps=64),
+        train=TrainConfig(batch_size=2048, num_sgd_steps=64, learning_rate=2e-3, replay_capacity=1_048_576),
+    )
+
+
+def _preset_othello6_cpu() -> Config:
+    # 6 x 6 Othello: 37 actions (the pass included), games last about 32 moves.
+    return Config(
+        game="othello6",
+        num_iterations=200,
+        network=NetworkConfig(num_blocks=2, num_channels=32),
+        search=SearchConfig(num_simulations=32),
+        selfplay=SelfPlayConfig(num_games=128, num_steps=32),
+        train=TrainConfig(batch_size=256, num_sgd_steps=32, replay_capacity=65536),
+    )
+
+
+def _preset_othello_gpu() -> Config:
+    # 8 x 8 Othello: 65 actions (the pass included), games last about 60 moves.
+    return Config(
+        game="othello",
+        num_iterations=400,
+        network=NetworkConfig(num_blocks=6, num_channels=128, compute_dtype="bfloat16"),
+        search=SearchConfig(num_simulations=64),
+        selfplay=SelfPlayConfig(num_games=2048, num_steps=64),
+        train=TrainConfig(batch_size=2048, num_sgd_steps=64, learning_rate=2e-3, replay_capacity=1_048_576),
+    )
+
+
+def _preset_brandub_cpu() -> Config:
+    # Brandub: 1176 actions (from-square x direction x distance), random games last about 50 moves, 200 at most.
+    return Config(
+        game="brandub",
+        num_iterations=200,
+        network=NetworkConfig(num_blocks=3, num_channels=32),
+        search=SearchConfig(num_simulations=32),
+        selfplay=SelfPlayConfig(num_games=64, num_steps=32),
+        train=TrainConfig(batch_size=256, num_sgd_steps=16, replay_capacity=32768),
+    )
+
+
+def _preset_brandub_gpu() -> Config:
+    # The search tree holds [B, simulations + 1, 1176] arrays and a replay position takes ~6 KB (its 1176-way
+    # policy), so fewer games and simulations than Connect Four's keep the tree near 2 GB and the buffer near 3 GB.
+    return Config(
+        game="brandub",
+        num_iterations=400,
+        network=NetworkConfig(num_blocks=6, num_channels=128, compute_dtype="bfloat16"),
+        search=SearchConfig(num_simulations=64, max_num_considered_actions=32),
+        selfplay=SelfPlayConfig(num_games=1024, num_steps=64),
+        train=TrainConfig(batch_size=2048, num_sgd_steps=64, learning_rate=2e-3, replay_capacity=524_288),
+    )
+
+
 PRESETS: dict[tuple[str, str], typing.Callable[[], Config]] = {
     ("tic_tac_toe", "cpu"): _preset_tic_tac_toe_cpu,
     ("tic_tac_toe", "gpu"): _preset_tic_tac_toe_gpu,
     ("connect_four", "cpu"): _preset_connect_four_cpu,
     ("connect_four", "gpu"): _preset_connect_four_gpu,
+    ("brandub", "cpu"): _preset_brandub_cpu,
+    ("brandub", "gpu"): _preset_brandub_gpu,
+    ("gomoku9", "cpu"): _preset_gomoku9_cpu,
+    ("gomoku", "gpu"): _preset_gomoku_gpu,
+    ("othello6", "cpu"): _preset_othello6_cpu,
+    ("othello", "gpu"): _preset_othello_gpu,
 }
 
 

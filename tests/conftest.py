@@ -1,0 +1,66 @@
+"""Shared fixtures of the core tests: a TINY tic-tac-toe config that compiles quickly on a 2-core CPU."""
+
+from __future__ import annotations
+
+import pytest
+
+from azjax import config as config_lib
+
+# 1 block x 8 channels, 4 simulations, 8 games x 12 moves (every tic-tac-toe game ends within 9), batch 32.
+TINY_OVERRIDES = {
+    "network.num_blocks": 1,
+    "network.num_channels": 8,
+    "network.value_hidden": 8,
+    "search.num_simulations": 4,
+    "search.max_num_considered_actions": 4,
+    "selfplay.num_games": 8,
+    "selfplay.num_steps": 12,
+    "train.batch_size": 32,
+    "train.num_sgd_steps": 2,
+    "train.warmup_steps": 1,
+    "train.replay_capacity": 256,
+    "num_iterations": 2,
+}
+
+
+@pytest.fixture(scope="session")
+def tiny_overrides() -> dict:
+    """The TINY settings as {"section.field": value}; a fresh copy per session."""
+    return dict(TINY_OVERRIDES)
+
+
+@pytest.fixture(scope="session")
+def tiny_config(tiny_overrides) -> config_lib.Config:
+    """The tic-tac-toe CPU preset shrunk by `tiny_overrides`."""
+    return config_lib.with_overrides(config_lib.get_config("tic_tac_toe", "cpu"), tiny_overrides)
+
+
+@pytest.fixture(scope="session")
+def compile_cache_dir(tmp_path_factory):
+    """A persistent-compilation-cache directory shared by the modules that use `persistent_compile_cache`."""
+    return tmp_path_factory.mktemp("jax_compile_cache")
+
+
+@pytest.fixture(scope="module")
+def persistent_compile_cache(compile_cache_dir):
+    """Turns jax's persistent compilation cache on for one module, then restores the previous settings.
+
+    Modules that compile the same TINY training iteration (test_training.py, and the `azjax train` runs of
+    test_cli.py) then compile it once per session instead of once per run.
+    """
+    import jax
+    from jax.experimental.compilation_cache import compilation_cache
+
+    settings = {
+        "jax_compilation_cache_dir": str(compile_cache_dir),
+        "jax_persistent_cache_min_compile_time_secs": 1.0,  # only the big programs, not every eager op
+        "jax_persistent_cache_min_entry_size_bytes": 0,
+    }
+    previous = {name: getattr(jax.config, name) for name in settings}
+    for name, value in settings.items():
+        jax.config.update(name, value)
+    compilation_cache.reset_cache()
+    yield compile_cache_dir
+    for name, value in previous.items():
+        jax.config.update(name, value)
+    compilation_cache.reset_cache()

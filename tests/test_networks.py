@@ -1,0 +1,146 @@
+"""The ResNet: output shapes and ranges, float32 outputs and parameters under bfloat16 compute, batch norm.
+
+Everything a game's tests look at is computed by one jitted function per game (one compilation each).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from azjax import games
+from azjax.config import NetworkConfig
+from azjax.networks import init_variables, make_network
+
+TINY = NetworkConfig(num_blocks=1, num_channels=8, value_hidden=8)
+TINY_BF16 = dataclasses.replace(TINY, compute_dtype="bfloat16")
+BATCH = 5
+
+
+def _forward(variables: dict, observations: jax.Array, *, game: games.Game) -> dict:
+    """Applies float32 and bfloat16 networks with the same (float32) variables to a batch of observations."""
+    network = make_network(TINY, game.num_actions)
+    network16 = make_network(TINY_BF16, game.num_actions)
+    logits, value = network.apply(variables, observations, train=False)
+    (logits16, value16), captured = network16.apply(
+        variables, observations, capture_intermediates=True, mutable=["intermediates"]
+    )
+    (train_logits, train_value), updates = network.apply(
+        variables, observations, train=True, mutable=["batch_stats"]
+    )
+    logits_one, value_one = network.apply(variables, observations[:1], train=False)
+    return {
+        "variables": variables,
+        "logits": logits,
+        "value": value,
+        "logits16": logits16,
+        "value16": value16,
+        "stem16": captured["intermediates"]["Conv_0"]["__call__"][0],
+        "train_logits": train_logits,
+        "train_value": train_value,
+        "updated_batch_stats": updates["batch_stats"],
+        "logits_one": logits_one,
+        "value_one": value_one,
+    }
+
+
+@pytest.fixture(scope="module", params=["tic_tac_toe", "connect_four"])
+def game(request) -> games.Game:
+    return games.make(request.param)
+
+
+def random_variables(game: games.Game) -> dict:
+    """Variables of the TINY network drawn with numpy (no compilation): params N(0, 0.3^2), batch stats (0, 1)."""
+    shapes = jax.eval_shape(
+        lambda: init_variables(make_network(TINY, game.num_actions), jax.random.key(0), game.observation_shape)
+    )
+    rng = np.random.default_rng(0)
+    params = jax.tree.map(lambda s: (0.3 * rng.standard_normal(s.shape)).astype(s.dtype), shapes["params"])
+    batch_stats = jax.tree_util.tree_map_with_path(
+        lambda path, s: np.full(s.shape, 1.0 if "var" in jax.tree_util.keystr(path) else 0.0, s.dtype),
+        shapes["batch_stats"],
+    )
+    return {"params": params, "batch_stats": batch_stats}
+
+
+@pytest.fixture(scope="module")
+def out(game) -> dict:
+    if game.name == "tic_tac_toe":
+        # The real initialisation, eagerly as in init_run_state (its compiled ops are cached for the session).
+        variables = init_variables(make_network(TINY, game.num_actions), jax.random.key(0), game.observation_shape)
+    else:
+        variables = random_variables(game)  # compiling the initialisers for new shapes is slow on a CPU
+    observations = np.random.default_rng(0).binomial(1, 0.3, (BATCH, *game.observation_shape)).astype(np.float32)
+    results = jax.jit(functools.partial(_forward, game=game))(variables, observations)
+    results["variables16"] = jax.eval_shape(
+        lambda: init_variables(make_network(TINY_BF16, game.num_actions), jax.random.key(0), game.observation_shape)
+    )
+    return results
+
+
+def test_outputs_have_shapes_b_a_and_b(out, game):
+    for name in ("logits", "logits16", "train_logits"):
+        assert out[name].shape == (BATCH, game.num_actions), name
+    for name in ("value", "value16", "train_value"):
+        assert out[name].shape == (BATCH,), name
+
+
+@pytest.mark.parametrize("suffix", ["", "16"])
+def test_outputs_are_float32_and_finite_with_value_in_range(out, suffix):
+    logits, value = out["logits" + suffix], out["value" + suffix]
+    assert logits.dtype == jnp.float32 and value.dtype == jnp.float32
+    assert np.all(np.isfinite(logits)) and np.all(np.isfinite(value))
+    assert np.all(np.abs(np.asarray(value)) <= 1.0)
+    assert np.all(np.abs(np.asarray(out["train_value"])) <= 1.0)
+
+
+@pytest.mark.parametrize("name", ["variables", "variables16"])
+def test_parameters_and_batch_stats_are_float32_for_either_compute_dtype(out, name):
+    variables = out[name]
+    assert set(variables) == {"params", "batch_stats"}
+    assert {leaf.dtype for leaf in jax.tree.leaves(variables)} == {jnp.dtype(jnp.float32)}
+
+
+def test_bfloat16_network_computes_in_bfloat16_yet_matches_float32(out):
+    assert out["stem16"].dtype == jnp.bfloat16
+    # Same parameters, float32 compute: nearly the same outputs (bf16 changes precision, not the function).
+    np.testing.assert_allclose(out["logits16"], out["logits"], atol=0.1)
+    np.testing.assert_allclose(out["value16"], out["value"], atol=0.1)
+
+
+def test_train_true_updates_batch_stats(out):
+    old = jax.tree.leaves(out["variables"]["batch_stats"])
+    new = jax.tree.leaves(out["updated_batch_stats"])
+    assert len(old) == len(new) > 0
+    assert jax.tree.structure(out["variables"]["batch_stats"]) == jax.tree.structure(out["updated_batch_stats"])
+    assert all(not np.allclose(a, b) for a, b in zip(old, new, strict=True))
+    # In training mode the batch's own statistics normalise, so the outputs differ from evaluation mode.
+    assert not np.allclose(out["train_logits"], out["logits"])
+
+
+def test_evaluation_mode_treats_batch_elements_independently(out):
+    np.testing.assert_allclose(out["logits_one"][0], out["logits"][0], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(out["value_one"][0], out["value"][0], rtol=1e-4, atol=1e-4)
+
+
+def test_network_size_follows_the_config(out, game):
+    params = out["variables"]["params"]
+    assert "ResidualBlock_0" in params and "ResidualBlock_1" not in params  # num_blocks=1
+    channels = game.observation_shape[-1]
+    assert params["Conv_0"]["kernel"].shape == (3, 3, channels, TINY.num_channels)
+    assert params["Dense_0"]["kernel"].shape[-1] == game.num_actions  # policy head: one logit per action
+    assert params["Dense_1"]["kernel"].shape[-1] == TINY.value_hidden  # value head's hidden layer
+
+
+def test_flat_observations_are_accepted():
+    network = make_network(TINY, 4)
+    shapes = jax.eval_shape(lambda: init_variables(network, jax.random.key(0), (10,)))
+    assert shapes["params"]["Conv_0"]["kernel"].shape == (3, 3, 10, TINY.num_channels)  # read as [B, 1, 1, D]
+    variables = jax.tree.map(lambda s: jnp.full(s.shape, 0.1, s.dtype), shapes)
+    logits, value = jax.jit(network.apply)(variables, jnp.ones((3, 10)))
+    assert logits.shape == (3, 4) and value.shape == (3,)

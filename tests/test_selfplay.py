@@ -1,0 +1,297 @@
+"""Self-play: value targets on hand-made trajectories, then TINY tic-tac-toe runs of `run_selfplay`.
+
+Three runs (one compilation each) share the generic checks: no resignation with random openings, resignation
+switched on but disabled in every game, and resignation of every game.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from azjax.networks import init_variables
+from azjax.selfplay import Trajectory, compute_value_targets, init_selfplay, run_selfplay
+from azjax.training import make_components
+
+# --------------------------------------------------------------------------------------------------------------
+# compute_value_targets on hand-made trajectories
+
+
+def make_trajectory(current_player, terminated, rewards) -> Trajectory:
+    """A Trajectory [T, B] with the fields value targets read; the others are zeros of the right shapes."""
+    current_player = jnp.asarray(current_player, jnp.int32)
+    steps, batch = current_player.shape
+    zeros = lambda *shape, dtype=jnp.float32: jnp.zeros((steps, batch, *shape), dtype)  # noqa: E731
+    return Trajectory(
+        observation=zeros(3, 3, 2),
+        policy_target=zeros(9),
+        current_player=current_player,
+        move_number=zeros(dtype=jnp.int32),
+        root_value=zeros(),
+        terminated=jnp.asarray(terminated, bool),
+        rewards=jnp.asarray(rewards, jnp.float32),
+        resigned=zeros(dtype=bool),
+        would_have_resigned=zeros(2, dtype=bool),
+        false_positive=zeros(2, dtype=bool),
+    )
+
+
+def column(players, end_step=None, end_rewards=None, steps=6):
+    """One game slot: players [T]; the game in it ends at `end_step` with `end_rewards` (per player id)."""
+    terminated = np.zeros(steps, bool)
+    rewards = np.zeros((steps, 2), np.float32)
+    for step, reward in zip(np.atleast_1d(end_step if end_step is not None else []), end_rewards or [], strict=True):
+        terminated[step] = True
+        rewards[step] = reward
+    return np.asarray(players), terminated, rewards
+
+
+def stack_columns(*columns):
+    players, terminated, rewards = zip(*columns, strict=True)
+    return np.stack(players, 1), np.stack(terminated, 1), np.stack(rewards, 1)
+
+
+def test_value_targets_of_hand_made_games():
+    slots = stack_columns(
+        # X wins at step 2; a new game starts at step 3 and is drawn at step 5.
+        column([0, 1, 0, 0, 1, 0], end_step=[2, 5], end_rewards=[[1, -1], [0, 0]]),
+        # O wins at step 3; the next game is still running at the end of the scan.
+        column([0, 1, 0, 1, 0, 1], end_step=[3], end_rewards=[[-1, 1]]),
+        # A game carried over from the last iteration (O to move first) that O loses at step 4 (e.g. resigns).
+        column([1, 0, 1, 0, 1, 0], end_step=[4], end_rewards=[[1, -1]]),
+        # A game that does not end within the scan.
+        column([0, 1, 0, 1, 0, 1]),
+    )
+    target, mask = compute_value_targets(make_trajectory(*slots))
+    expected_target = np.array(
+        [
+            [1, -1, 1, 0, 0, 0],
+            [-1, 1, -1, 1, 0, 0],
+            [-1, 1, -1, 1, -1, 0],
+            [0, 0, 0, 0, 0, 0],
+        ],
+        np.float32,
+    ).T
+    expected_mask = np.array(
+        [
+            [1, 1, 1, 1, 1, 1],
+            [1, 1, 1, 1, 0, 0],
+            [1, 1, 1, 1, 1, 0],
+            [0, 0, 0, 0, 0, 0],
+        ],
+        bool,
+    ).T
+    assert target.shape == mask.shape == (6, 4) and target.dtype == jnp.float32 and mask.dtype == jnp.bool_
+    np.testing.assert_array_equal(mask, expected_mask)
+    np.testing.assert_array_equal(np.where(expected_mask, target, 0), expected_target)
+
+
+def test_value_target_is_the_outcome_for_the_player_to_move():
+    # The same finished game seen from both seats: alternating players get opposite targets.
+    players, terminated, rewards = stack_columns(column([0, 1, 0, 1, 0], end_step=[4], end_rewards=[[1, -1]], steps=5))
+    target, mask = compute_value_targets(make_trajectory(players, terminated, rewards))
+    assert np.all(mask)
+    np.testing.assert_array_equal(target[:, 0], [1, -1, 1, -1, 1])
+    np.testing.assert_array_equal(target[:-1, 0], -target[1:, 0])
+
+
+def test_nothing_carries_back_across_a_game_end():
+    # Slot 0: a win for O ends at step 0; the game after it is drawn at step 3. Slot 1: two wins for X in a row.
+    players, terminated, rewards = stack_columns(
+        column([1, 0, 1, 0], end_step=[0, 3], end_rewards=[[-1, 1], [0, 0]], steps=4),
+        column([0, 1, 0, 0], end_step=[2, 3], end_rewards=[[1, -1], [1, -1]], steps=4),
+    )
+    target, mask = compute_value_targets(make_trajectory(players, terminated, rewards))
+    assert np.all(mask)
+    np.testing.assert_array_equal(target[:, 0], [1, 0, 0, 0])
+    np.testing.assert_array_equal(target[:, 1], [1, -1, 1, 1])
+
+
+def reference_value_targets(terminated, rewards, current_player):
+    """Plain-Python value targets: walk each slot forward, game by game."""
+    steps, batch = terminated.shape
+    target = np.zeros((steps, batch), np.float32)
+    mask = np.zeros((steps, batch), bool)
+    for b in range(batch):
+        start = 0
+        for t in range(steps):
+            if terminated[t, b]:
+                for s in range(start, t + 1):
+                    target[s, b] = rewards[t, b, current_player[s, b]]
+                    mask[s, b] = True
+                start = t + 1
+    return target, mask
+
+
+# --------------------------------------------------------------------------------------------------------------
+# run_selfplay on TINY tic-tac-toe
+
+RUNS = {
+    "no_resign_with_openings": {"opening_moves": 3, "resign_threshold": None},
+    "resign_disabled": {"resign_threshold": 0.99, "resign_disabled_fraction": 1.0},
+    "resign_all": {"resign_threshold": 0.99, "resign_disabled_fraction": 0.0},
+}
+
+
+@functools.lru_cache(maxsize=None)
+def network_variables(config):
+    parts = make_components(config)
+    return init_variables(parts.network, jax.random.key(0), parts.game.observation_shape)
+
+
+@functools.lru_cache(maxsize=None)
+def compiled_selfplay(config):
+    parts = make_components(config)
+    play = functools.partial(run_selfplay, game=parts.game, search_fn=parts.search_fn, config=config.selfplay)
+    return jax.jit(play)
+
+
+@functools.lru_cache(maxsize=None)
+def played(name: str, tiny_config):
+    """(selfplay config, initial state, final state, trajectory as numpy) of the TINY run `name`."""
+    config = dataclasses.replace(tiny_config, selfplay=dataclasses.replace(tiny_config.selfplay, **RUNS[name]))
+    parts = make_components(config)
+    initial = init_selfplay(jax.random.key(1), parts.game, config.selfplay)
+    final, trajectory = compiled_selfplay(config)(jax.random.key(2), network_variables(tiny_config), initial)
+    return config, initial, final, jax.device_get(trajectory)
+
+
+@pytest.fixture(scope="module", params=list(RUNS))
+def run(request, tiny_config):
+    """(name, selfplay config, initial state, final state, trajectory as numpy) of one TINY run."""
+    return (request.param, *played(request.param, tiny_config))
+
+
+def stones(trajectory) -> np.ndarray:
+    """[T, B] stones on the board of each recorded position."""
+    return trajectory.observation.sum(axis=(2, 3, 4)).astype(int)
+
+
+def test_trajectory_shapes(run):
+    _, config, _, final, trajectory = run
+    steps, batch = config.selfplay.num_steps, config.selfplay.num_games
+    expected = {
+        "observation": (steps, batch, 3, 3, 2),
+        "policy_target": (steps, batch, 9),
+        "current_player": (steps, batch),
+        "move_number": (steps, batch),
+        "root_value": (steps, batch),
+        "terminated": (steps, batch),
+        "rewards": (steps, batch, 2),
+        "resigned": (steps, batch),
+        "would_have_resigned": (steps, batch, 2),
+        "false_positive": (steps, batch, 2),
+    }
+    for name, shape in expected.items():
+        assert getattr(trajectory, name).shape == shape, name
+    assert final.move_number.shape == (batch,) and final.game_state.board.shape == (batch, 9)
+    assert not np.any(np.asarray(final.game_state.terminated))  # finished games were replaced
+
+
+def test_policy_targets_are_distributions_over_legal_moves(run):
+    trajectory = run[4]
+    legal = trajectory.observation.sum(axis=-1).reshape(*trajectory.observation.shape[:2], 9) == 0
+    policy = trajectory.policy_target
+    np.testing.assert_allclose(policy.sum(axis=-1), 1.0, rtol=1e-5)
+    assert np.all(policy >= 0)
+    np.testing.assert_array_equal(policy[~legal], 0.0)
+
+
+def test_positions_match_their_move_numbers(run):
+    trajectory = run[4]
+    # Every move (opening moves too) adds one stone and passes the turn.
+    np.testing.assert_array_equal(stones(trajectory), trajectory.move_number)
+    np.testing.assert_array_equal(trajectory.current_player, trajectory.move_number % 2)
+
+
+def test_finished_games_restart_in_their_slot(run):
+    _, config, initial, final, trajectory = run
+    done = trajectory.terminated
+    assert np.all(done.any(axis=0)), "every tic-tac-toe game ends within 12 moves"
+    now, later = trajectory.move_number[:-1], trajectory.move_number[1:]
+    np.testing.assert_array_equal(later[~done[:-1]], now[~done[:-1]] + 1)  # a game goes on
+    assert np.all(later[done[:-1]] <= config.selfplay.opening_moves)  # a fresh game (after its opening)
+    if config.selfplay.opening_moves == 0:
+        np.testing.assert_array_equal(later[done[:-1]], 0)
+        assert np.all(trajectory.observation[1:][done[:-1]] == 0)  # an empty board
+    np.testing.assert_array_equal(trajectory.move_number[0], initial.move_number)
+    expected_final = np.where(done[-1], final.move_number, trajectory.move_number[-1] + 1)
+    np.testing.assert_array_equal(final.move_number, expected_final)
+
+
+def test_rewards_are_zero_sum_paid_at_the_end_and_never_for_an_illegal_move(run):
+    trajectory = run[4]
+    rewards, done = trajectory.rewards, trajectory.terminated
+    np.testing.assert_array_equal(rewards.sum(axis=-1), 0.0)
+    np.testing.assert_array_equal(rewards[~done], 0.0)
+    mover_reward = np.take_along_axis(rewards, trajectory.current_player[..., None], axis=-1)[..., 0]
+    played_out = done & ~trajectory.resigned
+    assert np.all(mover_reward[played_out] >= 0), "the move that ends a game wins or draws; it is never illegal"
+
+
+def test_value_targets_of_a_run_match_a_plain_python_walk(run):
+    name, trajectory = run[0], run[4]
+    target, mask = compute_value_targets(trajectory)
+    expected_target, expected_mask = reference_value_targets(
+        trajectory.terminated, trajectory.rewards, trajectory.current_player
+    )
+    np.testing.assert_array_equal(mask, expected_mask)
+    np.testing.assert_array_equal(np.where(expected_mask, target, 0), expected_target)
+    assert expected_mask.any()
+    if name != "resign_all":  # (where every position's game ends at once)
+        assert not expected_mask.all(), "the games in progress at the end have no target yet"
+
+
+def test_openings_put_stones_on_the_board(run):
+    name, config, initial, _, trajectory = run
+    if config.selfplay.opening_moves == 0:
+        assert np.all(trajectory.move_number[0] == 0) and np.all(stones(trajectory)[0] == 0)
+        return
+    first = trajectory.move_number[0]
+    assert np.all(first <= config.selfplay.opening_moves)
+    assert np.any(first > 0), "some of the 8 games should start after a random opening"
+    assert np.all(stones(trajectory)[0][first > 0] > 0)
+    restarted = trajectory.move_number[1:][trajectory.terminated[:-1]]
+    assert restarted.size > 0 and np.all(restarted <= config.selfplay.opening_moves)
+
+
+def test_resignation(run):
+    name, config, initial, final, trajectory = run
+    done, resigned = trajectory.terminated, trajectory.resigned
+    if name == "no_resign_with_openings":
+        assert not resigned.any() and not trajectory.would_have_resigned.any()
+    elif name == "resign_all":
+        # The root value never reaches 0.99 (it averages in the network's value), so every mover resigns at once.
+        assert np.all(trajectory.root_value < 0.99)
+        assert resigned.all() and done.all()
+        np.testing.assert_array_equal(trajectory.move_number, 0)
+        mover = trajectory.current_player
+        np.testing.assert_array_equal(np.take_along_axis(trajectory.rewards, mover[..., None], -1)[..., 0], -1.0)
+        target, mask = compute_value_targets(trajectory)
+        assert np.all(mask) and np.all(np.asarray(target) == -1.0)  # the resigning mover lost
+        assert not trajectory.would_have_resigned.any()  # no game had resignation disabled
+    else:  # resign_disabled
+        assert np.asarray(initial.resign_disabled).all() and np.asarray(final.resign_disabled).all()
+        assert np.all(trajectory.root_value < 0.99)
+        assert not resigned.any()
+        # Both players fell below the threshold in every game (all started in this scan), so every finished
+        # game records that both would have resigned; those who did not lose are false positives.
+        np.testing.assert_array_equal(trajectory.would_have_resigned, np.repeat(done[..., None], 2, axis=-1))
+        expected_false_positive = trajectory.would_have_resigned & (trajectory.rewards > -1)
+        np.testing.assert_array_equal(trajectory.false_positive, expected_false_positive)
+        assert trajectory.false_positive.any()
+
+
+def test_games_carry_over_between_calls(tiny_config):
+    config, _, middle, _ = played("no_resign_with_openings", tiny_config)
+    play = compiled_selfplay(config)  # compiled by that run
+    _, second = play(jax.random.key(3), network_variables(tiny_config), middle)
+    np.testing.assert_array_equal(second.move_number[0], middle.move_number)
+    observe = jax.jit(jax.vmap(make_components(config).game.observe))
+    np.testing.assert_array_equal(second.observation[0], observe(middle.game_state))
+    assert np.any(np.asarray(middle.move_number) > 0)  # some games were in progress

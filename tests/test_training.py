@@ -1,0 +1,192 @@
+"""Training: the loss against its formula, SGD on a fixed batch, and TINY compiled iterations (determinism too)."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import traverse_util
+
+from azjax.config import TrainConfig
+from azjax.networks import init_variables
+from azjax.replay import Batch
+from azjax.training import (
+    TrainState,
+    compute_loss,
+    init_run_state,
+    make_components,
+    make_optimizer,
+    make_train_iteration,
+    train_step,
+)
+
+pytestmark = [
+    pytest.mark.usefixtures("persistent_compile_cache"),
+    # CPUs cannot reuse donated buffers; jax warns and copies.
+    pytest.mark.filterwarnings("ignore:Some donated buffers were not usable"),
+]
+
+NUM_POSITIONS = 8
+
+
+@pytest.fixture(scope="module")
+def parts(tiny_config):
+    return make_components(tiny_config)
+
+
+@pytest.fixture(scope="module")
+def variables(parts):
+    return init_variables(parts.network, jax.random.key(0), parts.game.observation_shape)
+
+
+@pytest.fixture(scope="module")
+def batch(parts) -> Batch:
+    """Hand-made positions: random stone planes, random policy targets (distributions) and values in [-1, 1]."""
+    rng = np.random.default_rng(0)
+    observation = rng.binomial(1, 0.3, (NUM_POSITIONS, *parts.game.observation_shape)).astype(np.float32)
+    policy = rng.dirichlet(np.ones(parts.game.num_actions), NUM_POSITIONS).astype(np.float32)
+    value = rng.uniform(-1, 1, NUM_POSITIONS).astype(np.float32)
+    return Batch(jnp.asarray(observation), jnp.asarray(policy), jnp.asarray(value))
+
+
+def _loss_and_raw_outputs(params, batch_stats, batch, *, network, config):
+    loss, (metrics, new_stats) = compute_loss(params, batch_stats, batch, network=network, config=config)
+    (logits, value), _ = network.apply(
+        {"params": params, "batch_stats": batch_stats}, batch.observation, train=True, mutable=["batch_stats"]
+    )
+    return loss, metrics, new_stats, logits, value
+
+
+def test_compute_loss_is_the_alphazero_formula(parts, variables, batch):
+    config = TrainConfig(value_loss_weight=0.7, weight_decay=0.01)
+    fn = jax.jit(functools.partial(_loss_and_raw_outputs, network=parts.network, config=config))
+    loss, metrics, new_stats, logits, value = jax.device_get(
+        fn(variables["params"], variables["batch_stats"], batch)
+    )
+    logits, value = np.asarray(logits, np.float64), np.asarray(value, np.float64)
+    policy, target = np.asarray(batch.policy_target, np.float64), np.asarray(batch.value_target, np.float64)
+
+    log_softmax = logits - logits.max(-1, keepdims=True)
+    log_softmax -= np.log(np.exp(log_softmax).sum(-1, keepdims=True))
+    cross_entropy = -np.mean(np.sum(policy * log_softmax, axis=-1))
+    mse = np.mean((value - target) ** 2)
+    flat = traverse_util.flatten_dict(jax.device_get(variables["params"]))
+    l2 = sum(np.sum(np.square(np.asarray(x, np.float64))) for path, x in flat.items() if path[-1] == "kernel")
+    everything = sum(np.sum(np.square(np.asarray(x, np.float64))) for x in flat.values())
+
+    assert metrics["policy_loss"] == pytest.approx(cross_entropy, rel=1e-5)
+    assert metrics["value_loss"] == pytest.approx(mse, rel=1e-5)
+    assert metrics["l2"] == pytest.approx(l2, rel=1e-5)
+    assert l2 < everything  # only kernels are penalised (not biases, nor batch-norm scales)
+    expected = cross_entropy + 0.7 * mse + 0.01 * l2
+    assert loss == pytest.approx(expected, rel=1e-5)
+    assert metrics["loss"] == pytest.approx(expected, rel=1e-5)
+    # The loss runs the network in training mode, which updates the batch-norm statistics.
+    changed = [not np.allclose(a, b) for a, b in zip(jax.tree.leaves(variables["batch_stats"]),
+                                                       jax.tree.leaves(new_stats), strict=True)]
+    assert all(changed)
+
+
+def test_train_step_reduces_the_loss_on_a_fixed_batch(parts, variables, batch):
+    config = TrainConfig(learning_rate=1e-2, warmup_steps=0, weight_decay=1e-4)
+    optimizer = make_optimizer(config, num_iterations=1)
+    state = TrainState(
+        params=variables["params"],
+        batch_stats=variables["batch_stats"],
+        opt_state=optimizer.init(variables["params"]),
+        step=jnp.int32(0),
+    )
+    step = jax.jit(functools.partial(train_step, network=parts.network, optimizer=optimizer, config=config))
+    losses = []
+    for _ in range(12):
+        state, metrics = step(state, batch)
+        losses.append(float(metrics["loss"]))
+        assert np.isfinite(float(metrics["grad_norm"])) and float(metrics["grad_norm"]) > 0
+    assert int(state.step) == 12
+    assert losses[-1] < 0.8 * losses[0], losses
+    assert not np.allclose(state.params["Dense_0"]["kernel"], variables["params"]["Dense_0"]["kernel"])
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The compiled iteration
+
+
+SELFPLAY_METRICS = {"games_finished", "positions_added", "game_length", "player0_win_rate", "draw_rate",
+                    "resign_rate", "resign_false_positive_rate", "replay_size"}
+SGD_METRICS = {"loss", "policy_loss", "value_loss", "l2", "grad_norm"}
+
+
+def params_copy(run_state) -> dict:
+    return jax.tree.map(np.array, jax.device_get(run_state.train_state.params))
+
+
+@pytest.fixture(scope="module")
+def iterations(tiny_config):
+    """Two iterations of a fresh run, then one of a second fresh run with the same seed and of another seed."""
+    iteration = jax.jit(make_train_iteration(tiny_config), donate_argnums=0)
+    state = init_run_state(tiny_config)
+    initial_params = params_copy(state)
+    records = []
+    for _ in range(2):
+        state, metrics = iteration(state)
+        records.append({
+            "metrics": {name: float(value) for name, value in jax.device_get(metrics).items()},
+            "iteration": int(state.iteration),
+            "sgd_steps": int(state.train_state.step),
+            "replay_size": int(state.replay.size),
+            "params": params_copy(state),  # copied: the next call donates `state`
+        })
+    same_seed, _ = iteration(init_run_state(tiny_config))
+    other_seed, _ = iteration(init_run_state(tiny_config, jax.random.key(tiny_config.seed + 1)))
+    return {
+        "initial_params": initial_params,
+        "records": records,
+        "same_seed_params": params_copy(same_seed),
+        "other_seed_params": params_copy(other_seed),
+    }
+
+
+def test_iteration_counters_increment(iterations, tiny_config):
+    records = iterations["records"]
+    assert [r["iteration"] for r in records] == [1, 2]
+    steps = tiny_config.train.num_sgd_steps
+    assert [r["sgd_steps"] for r in records] == [steps, 2 * steps]
+
+
+def test_iteration_metrics_are_finite_scalars(iterations, tiny_config):
+    for record in iterations["records"]:
+        metrics = record["metrics"]
+        assert SGD_METRICS | SELFPLAY_METRICS <= set(metrics)
+        assert all(np.isfinite(value) for value in metrics.values()), metrics
+        assert metrics["games_finished"] >= tiny_config.selfplay.num_games  # every game ends within 12 moves
+        assert 5 <= metrics["game_length"] <= 9  # tic-tac-toe, no openings
+        assert 0 <= metrics["player0_win_rate"] + metrics["draw_rate"] <= 1
+        assert metrics["resign_rate"] == 0  # resign_threshold is None
+        assert 0 < metrics["positions_added"] <= tiny_config.selfplay.num_games * tiny_config.selfplay.num_steps
+
+
+def test_replay_grows_by_the_positions_added(iterations, tiny_config):
+    first, second = iterations["records"]
+    added = [r["metrics"]["positions_added"] for r in (first, second)]
+    assert first["replay_size"] == first["metrics"]["replay_size"] == added[0] > 0
+    expected = min(added[0] + added[1], tiny_config.train.replay_capacity)
+    assert second["replay_size"] == second["metrics"]["replay_size"] == expected > first["replay_size"]
+
+
+def test_iterations_train_the_network(iterations):
+    before = jax.tree.leaves(iterations["initial_params"])
+    after = jax.tree.leaves(iterations["records"][0]["params"])
+    assert any(not np.array_equal(a, b) for a, b in zip(before, after, strict=True))
+
+
+def test_same_seed_gives_bitwise_identical_params(iterations):
+    first = iterations["records"][0]["params"]
+    same = iterations["same_seed_params"]
+    assert jax.tree.structure(first) == jax.tree.structure(same)
+    for a, b in zip(jax.tree.leaves(first), jax.tree.leaves(same), strict=True):
+        np.testing.assert_array_equal(a, b)
+    other = iterations["other_seed_params"]
+    assert any(not np.array_equal(a, b) for a, b in zip(jax.tree.leaves(first), jax.tree.leaves(other), strict=True))

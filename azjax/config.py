@@ -159,9 +159,9 @@ def _preset_tic_tac_toe_cpu() -> Config:
     return Config(
         game="tic_tac_toe",
         num_iterations=60,
-        network=NetworkConfig(num_blocks=1, num_channels=32),
+        network=NetworkConfig(num_blocks=2, num_channels=16),
         search=SearchConfig(num_simulations=16),
-        selfplay=SelfPlayConfig(num_games=256, num_steps=32, opening_moves=4),
+        selfplay=SelfPlayConfig(num_games=256, num_steps=32, opening_moves=6),
         train=TrainConfig(batch_size=256, num_sgd_steps=64, replay_capacity=32768),
     )
 

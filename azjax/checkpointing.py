@@ -1,18 +1,38 @@
-"""Orbax checkpoints of a run, with the config as readable JSON beside them.
+"""Orbax checkpoints of a run and of exported models, with the config as readable JSON beside them.
 
-A run directory holds `config.json` and `checkpoints/<iteration>/` with two items: "model" (the network's
-params and batch-norm statistics, all that inference needs) and "run" (the rest of the run state: optimizer,
-replay buffer, games in progress, random key, iteration). Orbax writes each checkpoint to a temporary directory
-and renames it when complete, so an interrupted save never replaces the previous checkpoint. Nothing is pickled:
-loading a checkpoint cannot run code.
+A run directory (`azjax train --out DIR`)::
+
+    config.json                 the run's config, readable (and accepted by `azjax train --config`)
+    metrics.jsonl               one JSON record per iteration
+    checkpoints/<iteration>/
+        model/                  the network's params and batch-norm statistics: all that inference needs
+        run/                    the rest of the run state: optimizer, replay buffer, games in progress, key, iteration
+        meta/                   JSON: the config and that iteration's metrics
+        manifest.json           the size and CRC-32 of every file above
+
+An export directory (`azjax export RUN_DIR OUT`) holds `config.json`, `export.json` (where it came from and its
+metrics), `model/` and `manifest.json`. `restore_model` loads either kind, as do `azjax.load_agent`, `azjax eval`
+and `azjax play`.
+
+Every write is atomic: a checkpoint or export is written under a temporary name and renamed into place once
+complete (with its manifest), and JSON files likewise, so a process killed mid-write leaves the previous
+checkpoint loadable. Reads check the files they need against the manifest before orbax opens them, so a truncated
+or damaged file is a clear error, never silently wrong weights. Nothing is pickled: loading a checkpoint cannot
+run code. Any problem with a directory, config or checkpoint raises `CheckpointError`, whose message says what is
+wrong and what to do.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import os
+import shutil
+import zlib
 from pathlib import Path
 
 import jax
+import numpy as np
 import orbax.checkpoint as ocp
 
 from azjax import config as config_lib
@@ -20,40 +40,462 @@ from azjax.training import RunState, init_run_state
 
 CONFIG_FILE = "config.json"
 CHECKPOINT_DIR = "checkpoints"
+EXPORT_FILE = "export.json"
+MANIFEST_FILE = "manifest.json"
+CHECKPOINT_FORMAT = "azjax-checkpoint"
+EXPORT_FORMAT = "azjax-export"
+FORMAT_VERSION = 1
+# The metric whose highest value marks the best checkpoint, kept beside the last k. A run that never logs it
+# keeps the last k only.
+DEFAULT_BEST_METRIC = "eval/score"
+# Config fields a checkpoint's arrays depend on (or that name the run): a run resumes only with the same values.
+# Other fields (learning rate, search, ...) may change on resume.
+STRUCTURAL_FIELDS = ("game", "seed", "network.", "selfplay.num_games", "train.replay_capacity", "train.optimizer")
+
+_TEMPORARY_MARKERS = (".orbax-checkpoint-tmp", ".deleting", ".tmp-", ".staging")
 
 
 class CheckpointError(RuntimeError):
-    """A run directory or checkpoint cannot be used; the message says why and what to do."""
+    """A run directory, export or checkpoint cannot be used; the message says why and what to do."""
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Configs and metrics files
 
 
 def write_config(run_dir: Path, config: config_lib.Config) -> None:
-    """Writes `config.json` into the run directory (creating it)."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / CONFIG_FILE).write_text(config_lib.to_json(config) + "\n")
+    """Writes `config.json` into the run directory (creating it), atomically."""
+    Path(run_dir).mkdir(parents=True, exist_ok=True)
+    _write_text_atomic(Path(run_dir) / CONFIG_FILE, config_lib.to_json(config) + "\n")
 
 
 def read_config(run_dir: Path) -> config_lib.Config:
-    """The config of a run directory, validated; CheckpointError if missing or invalid."""
-    path = Path(run_dir) / CONFIG_FILE
-    if not Path(run_dir).is_dir():
+    """The config of a run (or export) directory, validated; CheckpointError if missing or invalid."""
+    run_dir = Path(run_dir)
+    path = run_dir / CONFIG_FILE
+    if not run_dir.is_dir():
         raise CheckpointError(f"{run_dir} is not a directory; pass the --out directory of a training run")
     if not path.is_file():
         raise CheckpointError(f"{run_dir} has no {CONFIG_FILE}; is it the directory of an azjax training run?")
     try:
         return config_lib.from_json(path.read_text())
+    except (OSError, UnicodeDecodeError) as error:
+        raise CheckpointError(f"cannot read {path}: {error}") from None
     except config_lib.ConfigError as error:
-        raise CheckpointError(f"{path} is not a valid azjax config: {error}") from None
+        raise CheckpointError(f"{path} is not a valid azjax config: {error}; fix or restore that file") from None
 
 
-def make_manager(run_dir: Path, *, max_to_keep: int = 3, read_only: bool = False) -> ocp.CheckpointManager:
-    """The orbax manager of `run_dir/checkpoints`, keeping the last `max_to_keep` checkpoints."""
-    options = ocp.CheckpointManagerOptions(
-        max_to_keep=max_to_keep, create=not read_only, read_only=read_only, enable_async_checkpointing=False
-    )
-    return ocp.CheckpointManager(Path(run_dir).absolute() / CHECKPOINT_DIR, options=options, item_names=("model", "run"))
+def compare_configs(saved: config_lib.Config, requested: config_lib.Config) -> tuple[list[str], list[str]]:
+    """The fields that differ between a checkpoint's config and a requested one, as "name: saved -> requested".
+
+    Returns (structural, other): structural differences (`STRUCTURAL_FIELDS`) make the checkpoint unusable with
+    `requested`; the others (learning rate, search settings, ...) only change how training goes on. The number of
+    iterations is not reported: a run may always be extended.
+    """
+    old, new = _flatten(config_lib.to_dict(saved)), _flatten(config_lib.to_dict(requested))
+    structural: list[str] = []
+    other: list[str] = []
+    for name in sorted(old.keys() | new.keys()):
+        if name == "num_iterations" or old.get(name) == new.get(name):
+            continue
+        line = f"{name}: {old.get(name)!r} -> {new.get(name)!r}"
+        is_structural = any(name == f or (f.endswith(".") and name.startswith(f)) for f in STRUCTURAL_FIELDS)
+        (structural if is_structural else other).append(line)
+    return structural, other
+
+
+def metrics_path(run_dir: Path) -> Path:
+    """Where a run's per-iteration metrics go (JSON lines)."""
+    return Path(run_dir) / "metrics.jsonl"
+
+
+def read_metrics(run_dir: Path) -> list[dict]:
+    """Every record of a run's metrics log (a line cut short by a killed process is skipped)."""
+    path = metrics_path(run_dir)
+    if not path.is_file():
+        return []
+    records = []
+    for line in path.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return records
+
+
+def truncate_metrics(run_dir: Path, last_iteration: int) -> None:
+    """Drops the metrics records after `last_iteration` (iterations a resumed run will redo)."""
+    path = metrics_path(run_dir)
+    if not path.is_file():
+        return
+    kept = [r for r in read_metrics(run_dir) if 0 < r.get("iteration", 0) <= last_iteration]
+    _write_text_atomic(path, "".join(json.dumps(r) + "\n" for r in kept))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The checkpoints of a run
+
+
+class CheckpointManager:
+    """The checkpoints of a run directory: save, restore, and keep the last `keep` plus the best.
+
+    The best checkpoint is the one whose saved metrics have the highest `best_metric` (e.g. "eval/score"); if no
+    checkpoint has that metric, only the last `keep` are kept. One process writes a run directory at a time.
+    """
+
+    def __init__(self, run_dir: str | Path, *, keep: int = 3, best_metric: str | None = DEFAULT_BEST_METRIC):
+        if not isinstance(keep, int) or keep < 1:
+            raise ValueError(f"keep must be a whole number >= 1, got {keep!r}")
+        self.run_dir = Path(run_dir)
+        self.directory = self.run_dir / CHECKPOINT_DIR
+        self.keep = keep
+        self.best_metric = best_metric
+        self._meta: dict[int, dict] = {}
+
+    def steps(self) -> list[int]:
+        """The iterations with a complete checkpoint, oldest first."""
+        if not self.directory.is_dir():
+            return []
+        return sorted(int(p.name) for p in self.directory.iterdir() if p.name.isdigit() and p.is_dir())
+
+    def latest_step(self) -> int | None:
+        """The newest checkpoint's iteration, or None."""
+        steps = self.steps()
+        return steps[-1] if steps else None
+
+    def best_step(self) -> int | None:
+        """The checkpoint with the highest `best_metric` (the newest of equals), or None if none has it."""
+        scored = [(value, step) for step in self.steps() if (value := self._score(step)) is not None]
+        return max(scored)[1] if scored else None
+
+    def is_new_best(self, metrics: dict) -> bool:
+        """Whether `metrics` (an iteration's record) beats every saved checkpoint on `best_metric`."""
+        value = _finite_or_none(metrics.get(self.best_metric)) if self.best_metric else None
+        if value is None:
+            return False
+        best = self.best_step()
+        return best is None or value > self._score(best)  # type: ignore[operator]
+
+    def meta(self, step: int) -> dict:
+        """The JSON saved with a checkpoint: format, iteration, config and metrics ({} if absent)."""
+        if step not in self._meta:
+            path = self._step_dir(step) / "meta" / "metadata"
+            _verify_files(self._step_dir(step), ("meta",), lambda why: self._unreadable(step, why), required=False)
+            if not path.is_file():
+                return {}  # a checkpoint written before checkpoints carried their config and a manifest
+            try:
+                meta = json.loads(path.read_text())
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+                raise self._unreadable(step, f"its meta/metadata file is damaged ({error})") from None
+            if not isinstance(meta, dict) or meta.get("format") != CHECKPOINT_FORMAT:
+                raise self._unreadable(step, "its meta/metadata file is not an azjax checkpoint's")
+            if meta.get("version", 0) > FORMAT_VERSION:
+                raise CheckpointError(
+                    f"{self._step_dir(step)} was written by a newer azjax (format {meta['version']}); upgrade azjax"
+                )
+            self._meta[step] = meta
+        return self._meta[step]
+
+    def config(self, step: int) -> config_lib.Config:
+        """The config a checkpoint was saved with (from the checkpoint itself, else the run's config.json)."""
+        saved = self.meta(step).get("config")
+        if saved is None:
+            return read_config(self.run_dir)
+        try:
+            return config_lib.from_dict(saved)
+        except config_lib.ConfigError as error:
+            raise self._unreadable(step, f"its saved config is invalid ({error})") from None
+
+    def save(self, run_state: RunState, config: config_lib.Config, metrics: dict | None = None) -> Path:
+        """Saves the run state under its iteration number, then drops checkpoints no longer kept.
+
+        Raises CheckpointError, writing nothing, if the network's parameters are not finite or that iteration is
+        already saved. Returns the checkpoint's directory.
+        """
+        step = int(run_state.iteration)
+        path = self._step_dir(step)
+        if path.exists():
+            raise CheckpointError(f"{path} already exists; iteration {step} is already saved")
+        model, run = _split(run_state)
+        if not _all_finite(model):
+            raise CheckpointError(
+                f"not saving iteration {step}: the network's parameters are not finite (the last good checkpoint, "
+                f"iteration {self.latest_step()}, is kept)"
+            )
+        meta = {
+            "format": CHECKPOINT_FORMAT,
+            "version": FORMAT_VERSION,
+            "iteration": step,
+            "config": config_lib.to_dict(config),
+            "metrics": {k: v for k, v in (metrics or {}).items() if isinstance(v, int | float)},
+            "key_impl": str(jax.random.key_impl(run_state.key)),
+        }
+        self._remove_temporaries()
+        self.directory.mkdir(parents=True, exist_ok=True)
+        args = ocp.args.Composite(
+            model=ocp.args.StandardSave(model), run=ocp.args.StandardSave(run), meta=ocp.args.JsonSave(meta)
+        )
+        # orbax writes atomically into `staging`; the manifest joins it, and one rename publishes both.
+        staging = self.directory / f".{step}.staging"
+        with ocp.Checkpointer(ocp.CompositeCheckpointHandler()) as checkpointer:
+            checkpointer.save(staging.absolute(), args=args)
+        _write_manifest(staging)
+        staging.rename(path)
+        _fsync_dir(self.directory)
+        self._meta[step] = meta
+        self._prune()
+        return path
+
+    def restore(self, config: config_lib.Config, step: int | None = None) -> RunState:
+        """The run state of the latest checkpoint (or of `step`), checked against `config` and its manifest."""
+        step = self._resolve(step)
+        saved = self.config(step)
+        structural, _ = compare_configs(saved, config)
+        if structural:
+            raise CheckpointError(
+                f"{self._step_dir(step)} is a checkpoint of a different game or network "
+                f"({'; '.join(structural)}); restore it with its own config ({self.run_dir / CONFIG_FILE})"
+            )
+        fresh, (model, run) = jax.eval_shape(lambda: (lambda s: (s, _split(s)))(init_run_state(config)))
+        restored = self._restore_items(step, model=model, run=run)
+        model, run = restored["model"], restored["run"]
+        train_state = fresh.train_state.replace(
+            params=model["params"], batch_stats=model["batch_stats"], opt_state=run["opt_state"], step=run["step"]
+        )
+        key_impl = self.meta(step).get("key_impl")  # None for checkpoints older than this field: the default
+        return RunState(
+            train_state=train_state,
+            selfplay=run["selfplay"],
+            replay=run["replay"],
+            key=jax.random.wrap_key_data(run["key"], impl=key_impl),
+            iteration=run["iteration"],
+        )
+
+    def restore_model(self, step: int | None = None) -> tuple[config_lib.Config, dict]:
+        """A checkpoint's config and network variables ({"params", "batch_stats"}), checked against its manifest."""
+        step = self._resolve(step)
+        config = self.config(step)
+        restored = self._restore_items(step, model=_model_template(config))
+        return config, dict(restored["model"])
+
+    # -- internals --------------------------------------------------------------------------------------------
+
+    def _step_dir(self, step: int) -> Path:
+        return self.directory / str(step)
+
+    def _resolve(self, step: int | None) -> int:
+        steps = self.steps()
+        if not steps:
+            raise CheckpointError(
+                f"{self.run_dir} has no checkpoint yet; train longer (checkpoints are written every "
+                "--checkpoint-every iterations and when training stops) or pass another run directory"
+            )
+        if step is None:
+            return steps[-1]
+        if step not in steps:
+            raise CheckpointError(
+                f"{self.run_dir} has no checkpoint of iteration {step}; it has {', '.join(map(str, steps))}"
+            )
+        return step
+
+    def _score(self, step: int) -> float | None:
+        if not self.best_metric:
+            return None
+        try:
+            return _finite_or_none(self.meta(step).get("metrics", {}).get(self.best_metric))
+        except CheckpointError:
+            return None  # a damaged checkpoint is never the best
+
+    def _restore_items(self, step: int, **templates) -> dict:
+        """Restores the named items of a checkpoint into `templates`, once their files match the manifest."""
+        path = self._step_dir(step)
+        # Checkpoints that carry their config also carry a manifest; older ones have neither.
+        required = (path / "meta").exists()
+        _verify_files(path, tuple(templates), lambda why: self._unreadable(step, why), required=required)
+        args = ocp.args.Composite(
+            **{name: ocp.args.StandardRestore(_on_default_device(t)) for name, t in templates.items()}
+        )
+        try:
+            with ocp.Checkpointer(ocp.CompositeCheckpointHandler()) as checkpointer:
+                restored = checkpointer.restore(path.absolute(), args=args)
+        except Exception as error:  # orbax and tensorstore raise many types; all mean "cannot be read"
+            raise self._unreadable(step, _first_line(error)) from None
+        return {name: restored[name] for name in templates}
+
+    def _unreadable(self, step: int, why: str) -> CheckpointError:
+        older = [s for s in self.steps() if s < step]
+        advice = (
+            f"delete {self._step_dir(step)} to use the previous checkpoint (iteration {older[-1]})"
+            if older
+            else "restore it from a backup or train again"
+        )
+        return CheckpointError(f"checkpoint {self._step_dir(step)} is damaged or truncated: {why}; {advice}")
+
+    def _prune(self) -> None:
+        steps = self.steps()
+        kept = set(steps[-self.keep :])
+        best = self.best_step()
+        if best is not None:
+            kept.add(best)
+        for step in steps:
+            if step not in kept:
+                _remove_dir(self._step_dir(step))
+                self._meta.pop(step, None)
+
+    def _remove_temporaries(self) -> None:
+        """Removes what a killed save or delete left behind (never a complete checkpoint)."""
+        if self.directory.is_dir():
+            for path in self.directory.iterdir():
+                if any(marker in path.name for marker in _TEMPORARY_MARKERS):
+                    shutil.rmtree(path, ignore_errors=True)
+
+
+def latest_iteration(run_dir: Path) -> int | None:
+    """The iteration of the newest checkpoint in `run_dir`, or None."""
+    return CheckpointManager(run_dir).latest_step()
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Loading models (run directories and exports) and exporting
+
+
+def restore_model(
+    path: str | Path, *, iteration: int | None = None, best_metric: str | None = None
+) -> tuple[config_lib.Config, dict]:
+    """The config and network variables ({"params", "batch_stats"}) of a run directory or an export.
+
+    Args:
+      path: a run directory (its latest checkpoint), one of its `checkpoints/<iteration>` directories, or a
+        directory written by `export_model` / `azjax export`.
+      iteration: a run directory's checkpoint to load instead of the latest.
+      best_metric: load the run's checkpoint with the highest value of this metric instead of the latest.
+    Raises:
+      CheckpointError: the path, its config or its checkpoint cannot be used (the message says which and what
+        to do).
+    """
+    path = Path(path)
+    if not path.exists():
+        raise CheckpointError(
+            f"{path} does not exist; pass a training run's directory (azjax train --out) or an export (azjax export)"
+        )
+    if not path.is_dir():
+        raise CheckpointError(f"{path} is a file; pass a training run's directory or an export directory")
+    if (path / EXPORT_FILE).is_file():
+        if iteration is not None or best_metric is not None:
+            raise CheckpointError(f"{path} is an export of one checkpoint; it has no other iterations to choose from")
+        return _restore_export(path)
+    if path.name.isdigit() and path.parent.name == CHECKPOINT_DIR:  # RUN/checkpoints/<iteration>
+        path, iteration = path.parent.parent, int(path.name)
+    if not (path / CONFIG_FILE).is_file() and not (path / CHECKPOINT_DIR).is_dir():
+        raise CheckpointError(
+            f"{path} is neither a training run directory (no {CONFIG_FILE}) nor an export (no {EXPORT_FILE}); "
+            "pass the --out directory of `azjax train` or the output of `azjax export`"
+        )
+    manager = CheckpointManager(path, best_metric=best_metric)
+    if best_metric is not None:
+        iteration = manager.best_step()
+        if iteration is None:
+            raise CheckpointError(f"no checkpoint of {path} has the metric {best_metric!r}; drop --best")
+    return manager.restore_model(iteration)
+
+
+def export_model(
+    run_dir: str | Path,
+    out: str | Path,
+    *,
+    iteration: int | None = None,
+    best_metric: str | None = None,
+    overwrite: bool = False,
+) -> dict:
+    """Writes an inference-only copy of a run's checkpoint (parameters and config) to the directory `out`.
+
+    Takes the latest checkpoint, or `iteration`, or the best by `best_metric`. `out` is written in a temporary
+    directory and renamed into place; an existing `out` is replaced only with `overwrite`. Returns the
+    contents of `out/export.json`.
+    """
+    run_dir, out = Path(run_dir), Path(out)
+    if out.exists() and not out.is_dir():
+        raise CheckpointError(f"{out} is a file; choose another output directory")
+    if out.exists() and any(out.iterdir()):
+        if not (out / EXPORT_FILE).is_file():
+            raise CheckpointError(f"{out} is a non-empty directory that is not an azjax export; choose another")
+        if not overwrite:
+            raise CheckpointError(f"{out} already exists; choose another output directory or pass --force")
+    if (run_dir / EXPORT_FILE).is_file():
+        raise CheckpointError(f"{run_dir} is already an export; copy it, or export from its training run")
+    if not run_dir.is_dir():
+        raise CheckpointError(f"{run_dir} does not exist or is not a directory; pass the --out directory of a run")
+    manager = CheckpointManager(run_dir, best_metric=best_metric)
+    if best_metric is not None:
+        iteration = manager.best_step()
+        if iteration is None:
+            raise CheckpointError(f"no checkpoint of {run_dir} has the metric {best_metric!r}; drop --best")
+    step = manager._resolve(iteration)
+    config, variables = manager.restore_model(step)
+    info = {
+        "format": EXPORT_FORMAT,
+        "version": FORMAT_VERSION,
+        "source": str(run_dir.absolute()),
+        "iteration": step,
+        "metrics": manager.meta(step).get("metrics", {}),
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for leftover in out.parent.glob(f".{out.name}.*"):  # what a killed export left behind
+        if any(marker in leftover.name for marker in _TEMPORARY_MARKERS):
+            shutil.rmtree(leftover, ignore_errors=True)
+    staging = out.parent / f".{out.name}.tmp-{os.getpid()}"
+    staging.mkdir()
+    try:
+        with ocp.Checkpointer(ocp.StandardCheckpointHandler()) as checkpointer:
+            checkpointer.save((staging / "model").absolute(), args=ocp.args.StandardSave(variables))
+        (staging / CONFIG_FILE).write_text(config_lib.to_json(config) + "\n")
+        (staging / EXPORT_FILE).write_text(json.dumps(info, indent=2) + "\n")
+        _write_manifest(staging, items=("model",))  # config.json stays editable, like a run's
+        if out.exists():
+            old = out.parent / f".{out.name}.deleting-{os.getpid()}"
+            out.rename(old)
+            staging.rename(out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            staging.rename(out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return info
+
+
+def _restore_export(path: Path) -> tuple[config_lib.Config, dict]:
+    try:
+        info = json.loads((path / EXPORT_FILE).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise CheckpointError(f"{path / EXPORT_FILE} is damaged ({error}); export the model again") from None
+    if not isinstance(info, dict) or info.get("format") != EXPORT_FORMAT:
+        raise CheckpointError(f"{path / EXPORT_FILE} is not an azjax export's; export the model again")
+    if info.get("version", 0) > FORMAT_VERSION:
+        raise CheckpointError(f"{path} was exported by a newer azjax (format {info['version']}); upgrade azjax")
+    config = read_config(path)
+
+    def damaged(why: str) -> CheckpointError:
+        return CheckpointError(f"export {path} is damaged or truncated: {why}; export it again")
+
+    _verify_files(path, ("model",), damaged, required=True)
+    try:
+        with ocp.Checkpointer(ocp.StandardCheckpointHandler()) as checkpointer:
+            variables = checkpointer.restore(
+                (path / "model").absolute(), args=ocp.args.StandardRestore(_on_default_device(_model_template(config)))
+            )
+    except Exception as error:  # orbax and tensorstore raise many types; all mean "cannot be read"
+        raise damaged(_first_line(error)) from None
+    return config, dict(variables)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Helpers
 
 
 def _split(run_state: RunState) -> tuple[dict, dict]:
+    """The run state as the "model" and "run" items of a checkpoint (plain trees of arrays)."""
     model = {"params": run_state.train_state.params, "batch_stats": run_state.train_state.batch_stats}
     run = {
         "opt_state": run_state.train_state.opt_state,
@@ -66,62 +508,127 @@ def _split(run_state: RunState) -> tuple[dict, dict]:
     return model, run
 
 
-def save(manager: ocp.CheckpointManager, run_state: RunState) -> None:
-    """Saves the run state under its iteration number and waits until it is on disk."""
-    model, run = _split(run_state)
-    step = int(run_state.iteration)
-    manager.save(step, args=ocp.args.Composite(model=ocp.args.StandardSave(model), run=ocp.args.StandardSave(run)))
-    manager.wait_until_finished()
+def _model_template(config: config_lib.Config) -> dict:
+    """The shapes and dtypes of a config's network variables, without computing them."""
+    return jax.eval_shape(lambda: _split(init_run_state(config))[0])
 
 
-def restore(manager: ocp.CheckpointManager, config: config_lib.Config, step: int | None = None) -> RunState:
-    """Restores the run state of the latest checkpoint (or `step`) of a run made with `config`."""
-    step = manager.latest_step() if step is None else step
-    template = jax.eval_shape(lambda: init_run_state(config))
-    model, run = jax.eval_shape(lambda: _split(init_run_state(config)))
-    restored = manager.restore(
-        step, args=ocp.args.Composite(model=ocp.args.StandardRestore(model), run=ocp.args.StandardRestore(run))
-    )
-    model, run = restored["model"], restored["run"]
-    train_state = template.train_state.replace(
-        params=model["params"], batch_stats=model["batch_stats"], opt_state=run["opt_state"], step=run["step"]
-    )
-    return RunState(
-        train_state=train_state,
-        selfplay=run["selfplay"],
-        replay=run["replay"],
-        key=jax.random.wrap_key_data(run["key"]),
-        iteration=run["iteration"],
+def _on_default_device(template):
+    """Abstract arrays on the default device, so that a checkpoint saved sharded over several devices loads on
+    any machine (callers reshard as they need)."""
+    sharding = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    return jax.tree_util.tree_map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding), template)
+
+
+def _all_finite(tree) -> bool:
+    """Whether every floating-point array of `tree` is free of NaN and infinity (checked on the host)."""
+    return all(
+        bool(np.isfinite(x).all())
+        for x in map(np.asarray, jax.tree_util.tree_leaves(tree))
+        if np.issubdtype(x.dtype, np.floating)
     )
 
 
-def restore_model(run_dir: Path) -> tuple[config_lib.Config, dict]:
-    """The config and network variables ({"params", "batch_stats"}) of a run's latest checkpoint."""
-    config = read_config(run_dir)
-    manager = make_manager(run_dir, read_only=True)
-    step = manager.latest_step()
-    if step is None:
-        raise CheckpointError(f"{run_dir} has no checkpoint yet; train longer or pass another run directory")
-    model, _ = jax.eval_shape(lambda: _split(init_run_state(config)))
-    restored = manager.restore(step, args=ocp.args.Composite(model=ocp.args.StandardRestore(model)))
-    return config, dict(restored["model"])
+def _crc32(path: Path) -> int:
+    crc = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 22):
+            crc = zlib.crc32(chunk, crc)
+    return crc
 
 
-def latest_iteration(run_dir: Path) -> int | None:
-    """The iteration of the newest checkpoint in `run_dir`, or None."""
-    if not (Path(run_dir) / CHECKPOINT_DIR).is_dir():
+def _write_manifest(directory: Path, items: tuple[str, ...] | None = None) -> None:
+    """Writes `manifest.json`: the size and CRC-32 of every file (under `items` only, if given), fsynced."""
+    files = {}
+    for path in sorted(p for p in directory.rglob("*") if p.is_file()):
+        name = path.relative_to(directory).as_posix()
+        if name != MANIFEST_FILE and (items is None or name.split("/")[0] in items):
+            files[name] = {"size": path.stat().st_size, "crc32": _crc32(path)}
+    with open(directory / MANIFEST_FILE, "w") as f:
+        json.dump({"files": files}, f, indent=1)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _verify_files(directory: Path, items: tuple[str, ...], error, *, required: bool) -> None:
+    """Raises `error(why)` unless every file the manifest lists under `items` is there, whole and unchanged.
+
+    Without a manifest, raises if one is `required`, else checks nothing (a checkpoint older than manifests).
+    """
+    manifest = directory / MANIFEST_FILE
+    if not manifest.is_file():
+        if required:
+            raise error(f"its {MANIFEST_FILE} is missing")
+        return
+    try:
+        files = json.loads(manifest.read_text())["files"]
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as caught:
+        raise error(f"its {MANIFEST_FILE} is damaged ({caught})") from None
+    listed = [name for name in files if name.split("/")[0] in items]
+    if not listed:
+        raise error(f"its {MANIFEST_FILE} lists no files of {', '.join(items)}")
+    for name in listed:
+        path, expected = directory / name, files[name]
+        if not path.is_file():
+            raise error(f"{name} is missing")
+        size = path.stat().st_size
+        if size != expected["size"]:
+            raise error(f"{name} has {size} bytes instead of {expected['size']}")
+        if _crc32(path) != expected["crc32"]:
+            raise error(f"{name} does not match its checksum")
+
+
+def _flatten(tree: dict, prefix: str = "") -> dict:
+    flat = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _finite_or_none(value) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return None
-    return make_manager(run_dir, read_only=True).latest_step()
+    return float(value)
 
 
-def metrics_path(run_dir: Path) -> Path:
-    """Where a run's per-iteration metrics go (JSON lines)."""
-    return Path(run_dir) / "metrics.jsonl"
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    line = text[0] if text else type(error).__name__
+    return line if len(line) <= 300 else line[:297] + "..."
 
 
-def read_metrics(run_dir: Path) -> list[dict]:
-    """Every record of a run's metrics log."""
-    path = metrics_path(run_dir)
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+def _write_text_atomic(path: Path, text: str) -> None:
+    """Writes a file so that readers see the old or the new content, never a part."""
+    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(temporary, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(temporary, path)
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(path: Path) -> None:
+    """Makes a rename inside `path` durable (where the platform allows it)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _remove_dir(path: Path) -> None:
+    """Deletes a checkpoint: first renamed (atomic), so a killed delete never leaves a half checkpoint listed."""
+    doomed = path.with_name(f"{path.name}.deleting")
+    shutil.rmtree(doomed, ignore_errors=True)
+    path.rename(doomed)
+    shutil.rmtree(doomed, ignore_errors=True)
+

@@ -3,19 +3,26 @@
 It jits the training iteration once, then only logs (one `device_get` per iteration), checkpoints and reports
 progress. A run directory holds `config.json`, `metrics.jsonl` (one JSON record per iteration), TensorBoard event
 files under `tensorboard/`, orbax checkpoints under `checkpoints/` and, at the end, `learning_curves.png`.
+
+Stopping is safe: the first Ctrl-C (SIGINT) or SIGTERM lets the current iteration finish, then a checkpoint is
+written and `train` returns; calling it again on the same directory resumes bitwise-exactly. A NaN or infinite
+loss or parameter stops training at once (`NonFiniteError`) and never reaches a checkpoint.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import signal
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import jax
 
-from azjax import checkpointing
+from azjax import checkpointing, evaluation
 from azjax.config import Config
 from azjax.training import RunState, init_run_state, make_train_iteration
 
@@ -27,7 +34,18 @@ class TrainResult:
     run_state: RunState
     history: list[dict]
     resumed_from: int | None  # the iteration the run resumed from, or None for a fresh run
-    stop_reason: str  # "iterations", "seconds" or "interrupted"
+    stop_reason: str  # "iterations" (all done), "seconds" (max_seconds) or "interrupted" (SIGINT / SIGTERM)
+    last_checkpoint: int | None = None  # the iteration of the newest checkpoint when training stopped
+
+
+class NonFiniteError(RuntimeError):
+    """Training produced a NaN or infinite loss or parameter; the message names the iteration and the metric."""
+
+    def __init__(self, message: str, *, iteration: int, problems: list[str], last_checkpoint: int | None):
+        super().__init__(message)
+        self.iteration = iteration
+        self.problems = problems
+        self.last_checkpoint = last_checkpoint
 
 
 def train(
@@ -36,83 +54,211 @@ def train(
     *,
     max_seconds: float | None = None,
     checkpoint_every: int = 10,
+    keep_checkpoints: int = 3,
+    best_metric: str | None = checkpointing.DEFAULT_BEST_METRIC,
+    eval_every: int = 0,
+    evaluator: Callable[[jax.Array, dict], dict[str, float]] | None = None,
     progress: bool = True,
     log: Callable[[str], None] = print,
 ) -> TrainResult:
     """Trains until `config.num_iterations` iterations in total, or `max_seconds` of this session, are spent.
 
-    If `run_dir` already holds a checkpoint of the same config, the run resumes from it. The loop checkpoints
-    every `checkpoint_every` iterations and at the end, and writes the learning-curve plot when it stops.
+    If `run_dir` already holds a checkpoint, the run resumes from it: its game, network, seed, number of games,
+    replay capacity and optimizer must match `config` (CheckpointError otherwise); other settings may change and
+    are logged. A run resumed with the same config reproduces an uninterrupted one bitwise.
+
+    The loop checkpoints every `checkpoint_every` iterations, whenever an iteration's record sets a new high of
+    `best_metric` (an evaluation metric such as "eval/score"), and when it stops; it keeps the last
+    `keep_checkpoints` checkpoints and the best. The first SIGINT or SIGTERM stops it after the current iteration
+    (stop_reason "interrupted"); a second one stops at once. It writes the learning-curve plot when it stops.
+
+    Every `eval_every` iterations (0 = never) the current network plays fixed baselines: `evaluator(key,
+    variables)` (default `evaluation.make_evaluator(config)`: random, one-ply, UCT-100 and, for tic-tac-toe, the
+    perfect player) returns "eval/..." scores, which go into that iteration's record (and so the metrics log,
+    TensorBoard, the plot and the choice of the best checkpoint), with "eval_seconds".
+
+    Raises:
+      NonFiniteError: an iteration's loss, another metric or the parameters were NaN or infinite; nothing of that
+        iteration or later is saved.
+      checkpointing.CheckpointError: `run_dir` holds an incompatible or damaged checkpoint.
     """
     config.validate()
     run_dir = Path(run_dir)
-    resumed_from = _check_run_dir(run_dir, config)
-    checkpointing.write_config(run_dir, config)
-    manager = checkpointing.make_manager(run_dir)
-    if resumed_from is not None:
-        run_state = checkpointing.restore(manager, config)
-        log(f"Resuming {run_dir} from iteration {resumed_from}.")
-    else:
-        run_state = init_run_state(config)
+    checkpoints = checkpointing.CheckpointManager(run_dir, keep=keep_checkpoints, best_metric=best_metric)
+    resumed_from = _check_run_dir(run_dir, config, checkpoints, log)
+    with _StopSignals(log) as stop:  # until train returns, SIGINT / SIGTERM only ask to stop between iterations
+        if resumed_from is not None:
+            run_state = checkpoints.restore(config)
+            log(f"Resuming {run_dir} from iteration {resumed_from} (training to {config.num_iterations}).")
+        else:
+            run_state = init_run_state(config)
+        start_iteration = int(run_state.iteration)
+        checkpointing.write_config(run_dir, config)
+        checkpointing.truncate_metrics(run_dir, start_iteration)  # iterations after the checkpoint are redone
+        if start_iteration >= config.num_iterations:
+            log(f"{run_dir} has already trained {start_iteration} iterations; pass more --iterations to go on.")
+            return TrainResult(run_state, [], resumed_from, "iterations", checkpoints.latest_step())
 
-    iteration_fn = jax.jit(make_train_iteration(config), donate_argnums=0)
-    positions_per_iteration = config.selfplay.num_games * config.selfplay.num_steps
-    start_iteration = int(run_state.iteration)
-    history: list[dict] = []
-    writer = _tensorboard_writer(run_dir)
-    bar = _progress_bar(progress, start_iteration, config.num_iterations)
-    start = time.perf_counter()
-    stop_reason = "iterations"
-    try:
-        for iteration in range(start_iteration + 1, config.num_iterations + 1):
-            tick = time.perf_counter()
-            run_state, metrics = iteration_fn(run_state)
-            metrics = {name: float(value) for name, value in jax.device_get(metrics).items()}
-            seconds = time.perf_counter() - tick
-            record = {
-                "iteration": iteration,
-                "time": round(time.perf_counter() - start, 3),
-                "iteration_seconds": round(seconds, 4),
-                "positions_per_second": positions_per_iteration / seconds,
-                "simulations_per_second": positions_per_iteration * config.search.num_simulations / seconds,
-                **metrics,
-            }
-            history.append(record)
-            _log_record(run_dir, writer, record)
+        iteration_fn = jax.jit(make_train_iteration(config), donate_argnums=0)
+        positions_per_iteration = config.selfplay.num_games * config.selfplay.num_steps
+        history: list[dict] = []
+        writer = _tensorboard_writer(run_dir, purge_step=start_iteration + 1)
+        bar = _progress_bar(progress, start_iteration, config.num_iterations)
+        start = time.perf_counter()
+        stop_reason = "iterations"
+        try:
+            for iteration in range(start_iteration + 1, config.num_iterations + 1):
+                if stop.requested:  # checked between iterations: a donated, jitted iteration is never cut short
+                    stop_reason = "interrupted"
+                    break
+                tick = time.perf_counter()
+                run_state, metrics = iteration_fn(run_state)
+                metrics = {name: float(value) for name, value in jax.device_get(metrics).items()}
+                seconds = time.perf_counter() - tick
+                _check_finite(metrics, iteration, run_dir, config, checkpoints)
+                record = {
+                    "iteration": iteration,
+                    "time": round(time.perf_counter() - start, 3),
+                    "iteration_seconds": round(seconds, 4),
+                    "positions_per_second": positions_per_iteration / seconds,
+                    "simulations_per_second": positions_per_iteration * config.search.num_simulations / seconds,
+                    **metrics,
+                }
+                if eval_every > 0 and iteration % eval_every == 0:
+                    evaluator = evaluator or evaluation.make_evaluator(config)  # compiled at its first call
+                    record.update(_evaluate(evaluator, config, iteration, run_state, bar.write if bar else log))
+                history.append(record)
+                _log_record(run_dir, writer, record)
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix_str(_summary(record))
+                # Evaluation metrics ("eval/...") belong in `record` by here, so that a new best is saved at once.
+                if iteration % checkpoint_every == 0 or checkpoints.is_new_best(record):
+                    checkpoints.save(run_state, config, record)
+                if max_seconds is not None and time.perf_counter() - start >= max_seconds:
+                    stop_reason = "seconds"
+                    break
+        finally:
             if bar is not None:
-                bar.update(1)
-                bar.set_postfix_str(_summary(record))
-            if iteration % checkpoint_every == 0:
-                checkpointing.save(manager, run_state)
-            if max_seconds is not None and time.perf_counter() - start >= max_seconds:
-                stop_reason = "seconds"
-                break
-    except KeyboardInterrupt:
-        stop_reason = "interrupted"
-    finally:
-        if bar is not None:
-            bar.close()
-        if writer is not None:
-            writer.close()
-    if int(run_state.iteration) != (manager.latest_step() or 0):
-        checkpointing.save(manager, run_state)
+                bar.close()
+            if writer is not None:
+                writer.close()
+        if int(run_state.iteration) > (checkpoints.latest_step() or 0):
+            checkpoints.save(run_state, config, history[-1] if history else None)
     _plot(run_dir)
-    return TrainResult(run_state=run_state, history=history, resumed_from=resumed_from, stop_reason=stop_reason)
+    return TrainResult(run_state, history, resumed_from, stop_reason, checkpoints.latest_step())
 
 
-def _check_run_dir(run_dir: Path, config: Config) -> int | None:
-    """The iteration to resume from, if `run_dir` holds a checkpoint of this config; errors on a mismatch."""
-    latest = checkpointing.latest_iteration(run_dir)
+def _check_run_dir(
+    run_dir: Path, config: Config, checkpoints: checkpointing.CheckpointManager, log: Callable[[str], None]
+) -> int | None:
+    """The iteration to resume from, if `run_dir` holds a checkpoint `config` can continue; errors otherwise."""
+    if (run_dir / checkpointing.EXPORT_FILE).is_file():
+        raise checkpointing.CheckpointError(
+            f"{run_dir} is an exported model, not a run directory: it cannot be trained further; pass a new --out"
+        )
+    latest = checkpoints.latest_step()
     if latest is None:
         return None
-    saved = checkpointing.read_config(run_dir)
-    # The number of iterations may grow on resume; everything else must match the checkpoint.
-    if dataclasses.replace(saved, num_iterations=0) != dataclasses.replace(config, num_iterations=0):
+    saved = checkpoints.config(latest)
+    structural, other = checkpointing.compare_configs(saved, config)
+    if structural:
         raise checkpointing.CheckpointError(
-            f"{run_dir} holds a run with a different config ({run_dir / checkpointing.CONFIG_FILE}); resume it "
-            "with the same settings, or pass a new --out directory"
+            f"{run_dir} holds a run of another game, network or setup ({'; '.join(structural)}, as checkpoint -> "
+            f"requested); resume it with its own settings (`azjax train --out {run_dir}` reads its config.json), "
+            "or pass a new --out directory"
+        )
+    if other:
+        log(f"Resuming with changed settings: {'; '.join(other)}.")
+    if config.train.lr_schedule == "cosine" and saved.num_iterations != config.num_iterations:
+        log(
+            f"Note: the cosine learning-rate schedule now spans {config.num_iterations} iterations instead of "
+            f"{saved.num_iterations}, so the learning rate changes from where it was."
         )
     return latest
+
+
+def _check_finite(
+    metrics: dict, iteration: int, run_dir: Path, config: Config, checkpoints: checkpointing.CheckpointManager
+) -> None:
+    """Raises NonFiniteError if any metric of the iteration, or the network's parameters, is NaN or infinite."""
+    problems = [f"{name} is {value}" for name, value in metrics.items() if not math.isfinite(value)]
+    if metrics.get("params_finite", 1.0) != 1.0:
+        problems.append("the network's parameters or optimizer state are not all finite (params_finite = 0)")
+    if not problems:
+        return
+    last = checkpoints.latest_step()
+    lower = f"{config.train.learning_rate / 10:g}"
+    if last is None:
+        advice = f"No checkpoint was written; train again with a lower --train.learning_rate (e.g. {lower})."
+    else:
+        advice = (
+            f"The last good checkpoint, iteration {last}, is kept; resume from it with a lower learning rate, e.g. "
+            f"`azjax train --out {run_dir} --train.learning_rate {lower}`."
+        )
+    raise NonFiniteError(
+        f"iteration {iteration}: {', '.join(problems)}; training stopped without saving it. {advice}",
+        iteration=iteration,
+        problems=problems,
+        last_checkpoint=last,
+    )
+
+
+class _StopSignals:
+    """Turns the first SIGINT (Ctrl-C) or SIGTERM into a request, `requested`, to stop between iterations.
+
+    The handler only sets a flag: the iteration is a jitted call on donated buffers, and cutting it short would
+    lose the run state. After the first signal the previous handlers return, so a second signal stops at once
+    (Ctrl-C raises KeyboardInterrupt, SIGTERM terminates); checkpoints are written atomically, so the last one
+    stays loadable. Outside the main thread (where Python delivers signals) it installs nothing, and a signal the
+    process was told to ignore (e.g. SIGINT of a background job) stays ignored.
+    """
+
+    def __init__(self, log: Callable[[str], None]):
+        self.requested: str | None = None  # the name of the signal that asked to stop
+        self._log = log
+        self._previous: dict[int, Callable | int | None] = {}
+
+    def __enter__(self) -> _StopSignals:
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                if signal.getsignal(signum) is not signal.SIG_IGN:
+                    self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._restore()
+
+    def _handle(self, signum: int, frame) -> None:
+        self.requested = signal.Signals(signum).name
+        self._restore()
+        self._log(
+            f"\n{self.requested} received: stopping after this iteration and saving a checkpoint "
+            "(send it again to stop at once; the last checkpoint is kept)."
+        )
+
+    def _restore(self) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+        self._previous = {}
+
+
+def _evaluate(
+    evaluator: Callable[[jax.Array, dict], dict[str, float]],
+    config: Config,
+    iteration: int,
+    run_state: RunState,
+    log: Callable[[str], None],
+) -> dict[str, float]:
+    """Runs the evaluator on the current network (before the next iteration donates it); the "eval/..." results
+    and the seconds they took, also logged as one line."""
+    tick = time.perf_counter()
+    key = jax.random.fold_in(jax.random.fold_in(jax.random.key(config.seed), 0xE7A1), iteration)
+    results = evaluator(key, run_state.train_state.variables)
+    seconds = time.perf_counter() - tick
+    shown = ", ".join(f"{name.removeprefix('eval/')} {value:.3f}" for name, value in results.items())
+    log(f"iteration {iteration} evaluation: {shown} ({seconds:.1f} s)")
+    return {**results, "eval_seconds": round(seconds, 3)}
 
 
 def _log_record(run_dir: Path, writer, record: dict) -> None:
@@ -133,12 +279,13 @@ def _summary(record: dict) -> str:
     )
 
 
-def _tensorboard_writer(run_dir: Path):
+def _tensorboard_writer(run_dir: Path, purge_step: int):
     try:
         from tensorboardX import SummaryWriter
     except ImportError:  # TensorBoard logs are a convenience; the JSONL log always exists
         return None
-    return SummaryWriter(str(run_dir / "tensorboard"))
+    # purge_step hides events a resumed run redoes (logged after its checkpoint by the interrupted session).
+    return SummaryWriter(str(run_dir / "tensorboard"), purge_step=purge_step)
 
 
 def _progress_bar(enabled: bool, start: int, total: int):
@@ -154,10 +301,8 @@ def _plot(run_dir: Path) -> Path | None:
     records = checkpointing.read_metrics(run_dir)
     if not records:
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    # A bare Figure, not pyplot: no global backend switch, so plots in a notebook that trains still show.
+    from matplotlib.figure import Figure
 
     iterations = [r["iteration"] for r in records]
     panels = [
@@ -169,17 +314,26 @@ def _plot(run_dir: Path) -> Path | None:
     evals = sorted({k for r in records for k in r if k.startswith("eval/")})
     if evals:
         panels.append(("evaluation score", evals))
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4))
+        panels.append(("evaluation score vs wall clock", evals))
+    # Wall-clock minutes since the run began; "time" restarts with each resumed session, so sessions are chained.
+    minutes, offset, previous = [], 0.0, 0.0
+    for r in records:
+        if r.get("time", 0.0) < previous:
+            offset += previous
+        previous = r.get("time", 0.0)
+        minutes.append((offset + previous) / 60.0)
+    fig = Figure(figsize=(4.2 * len(panels), 3.4))
+    axes = fig.subplots(1, len(panels))
     for ax, (title, names) in zip(axes, panels, strict=True):
+        x_values, x_label = (minutes, "wall clock (minutes)") if "wall clock" in title else (iterations, "iteration")
         for name in names:
-            points = [(i, r[name]) for i, r in zip(iterations, records, strict=True) if name in r]
+            points = [(x, r[name]) for x, r in zip(x_values, records, strict=True) if name in r]
             if points:
-                ax.plot(*zip(*points, strict=True), label=name)
+                ax.plot(*zip(*points, strict=True), label=name, marker="." if title.startswith("evaluation") else None)
         ax.set_title(title)
-        ax.set_xlabel("iteration")
+        ax.set_xlabel(x_label)
         ax.legend(fontsize=7)
     fig.tight_layout()
     path = run_dir / "learning_curves.png"
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return path

@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import optax
 from flax import struct
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from azjax import games, replay, selfplay
 from azjax.config import Config, TrainConfig
@@ -157,28 +158,71 @@ def train_step(
     return new_state, metrics
 
 
-def make_train_iteration(config: Config) -> Callable[[RunState], tuple[RunState, dict]]:
+DATA_AXIS = "data"
+
+
+def make_mesh(devices: list | None = None) -> Mesh:
+    """A one-axis mesh ("data") over `devices` (default: all), for data-parallel training."""
+    return Mesh(jax.devices() if devices is None else devices, (DATA_AXIS,))
+
+
+def check_divisible(config: Config, mesh: Mesh) -> None:
+    """Raises ConfigError unless the game batch and the SGD batch split evenly over the mesh's devices."""
+    from azjax.config import ConfigError
+
+    count = mesh.size
+    for name, value in (("selfplay.num_games", config.selfplay.num_games), ("train.batch_size", config.train.batch_size)):
+        if value % count:
+            raise ConfigError(f"{name} ({value}) must be a multiple of the number of devices ({count})")
+
+
+def shard_run_state(run_state: RunState, mesh: Mesh) -> RunState:
+    """Places a run state on `mesh`: the B games split along the data axis, everything else replicated."""
+    replicated = NamedSharding(mesh, PartitionSpec())
+    placed = jax.device_put(run_state, replicated)
+    return placed.replace(selfplay=jax.device_put(run_state.selfplay, NamedSharding(mesh, PartitionSpec(DATA_AXIS))))
+
+
+def make_train_iteration(
+    config: Config, *, mesh: Mesh | None = None
+) -> Callable[[RunState], tuple[RunState, dict]]:
     """The whole training iteration as one pure function `RunState -> (RunState, metrics)`; jit it once.
+
+    With a `mesh`, the game batch and the SGD batch are split along its data axis (place the run state with
+    `shard_run_state`) and XLA inserts the gradient all-reduce: data parallelism through jit alone.
 
     Metrics are scalars: SGD losses averaged over the iteration's steps, and self-play statistics (games finished,
     positions added, mean game length, the share of games won by player 0 and drawn, resignations).
     """
     parts = make_components(config)
-    return functools.partial(_train_iteration, parts=parts, config=config)
+    if mesh is not None:
+        check_divisible(config, mesh)
+    return functools.partial(_train_iteration, parts=parts, config=config, mesh=mesh)
 
 
-def _train_iteration(run_state: RunState, *, parts: Components, config: Config) -> tuple[RunState, dict]:
+def _split_batch(tree, mesh: Mesh | None, batch_axis: int = 0):
+    """Constrains every leaf of `tree` to be split over the mesh's devices along `batch_axis`."""
+    if mesh is None:
+        return tree
+    spec = PartitionSpec(*([None] * batch_axis), DATA_AXIS)
+    return jax.lax.with_sharding_constraint(tree, NamedSharding(mesh, spec))
+
+
+def _train_iteration(
+    run_state: RunState, *, parts: Components, config: Config, mesh: Mesh | None
+) -> tuple[RunState, dict]:
     selfplay_key, sgd_key, next_key = jax.random.split(run_state.key, 3)
     game = parts.game
 
     games_state, trajectory = selfplay.run_selfplay(
         selfplay_key,
         run_state.train_state.variables,
-        run_state.selfplay,
+        _split_batch(run_state.selfplay, mesh),
         game=game,
         search_fn=parts.search_fn,
         config=config.selfplay,
     )
+    games_state, trajectory = _split_batch(games_state, mesh), _split_batch(trajectory, mesh, batch_axis=1)
     value_target, value_mask = selfplay.compute_value_targets(trajectory)
     flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731  [T, B, ...] -> [T * B, ...]
     positions = replay.Batch(
@@ -190,6 +234,7 @@ def _train_iteration(run_state: RunState, *, parts: Components, config: Config) 
 
     def sgd_body(train_state: TrainState, key: jax.Array) -> tuple[TrainState, dict]:
         batch = replay.sample(key, buffer, config.train.batch_size, game, augment=config.train.augment)
+        batch = _split_batch(batch, mesh)
         return train_step(
             train_state, batch, network=parts.network, optimizer=parts.optimizer, config=config.train
         )
@@ -200,6 +245,7 @@ def _train_iteration(run_state: RunState, *, parts: Components, config: Config) 
     metrics = {name: jnp.mean(values) for name, values in sgd_metrics.items()}
     metrics.update(_selfplay_metrics(trajectory, value_mask))
     metrics["replay_size"] = buffer.size
+    metrics["params_finite"] = jnp.all(jnp.array([jnp.isfinite(x).all() for x in jax.tree.leaves(train_state)]))
     new_state = RunState(
         train_state=train_state,
         selfplay=games_state,

@@ -3,12 +3,18 @@
     azjax train                                   # tic-tac-toe on the CPU, stops by itself
     azjax train --game connect_four --seconds 600 --out runs/c4
     azjax train --search.num_simulations 64 --train.learning_rate 3e-4
+    azjax train --out runs/c4                      # resume a run where it stopped (Ctrl-C stops it safely)
+    azjax export runs/c4 models/c4                 # a small inference-only copy for load_agent / eval / play
+    azjax eval runs/ttt perfect mcts:1000 random   # a round robin with an Elo table (`azjax eval --help`)
+    azjax play runs/ttt                            # play the trained agent in the terminal
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
+import json
 import sys
 from pathlib import Path
 
@@ -44,30 +50,207 @@ def build_parser() -> argparse.ArgumentParser:
         "stopping by itself after the preset's iterations. Every config field can be overridden below.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    train.add_argument("--game", default="tic_tac_toe", help="the game to train (see --list-games)")
-    train.add_argument("--preset", default="cpu", choices=["cpu", "gpu"], help="the game's preset config")
+    train.add_argument("--game", help="the game to train (see --list-games; default: tic_tac_toe, or the run's "
+                       "when --out holds one)")
+    train.add_argument("--preset", choices=["cpu", "gpu"], help="the game's preset config (default: cpu)")
     train.add_argument("--config", type=Path, help="start from this config.json (e.g. a run's) instead of a preset")
-    train.add_argument("--out", type=Path, help="the run directory (default: runs/GAME-DATE-TIME); resumes if it "
-                       "holds a checkpoint of the same config")
-    train.add_argument("--iterations", type=int, help="stop after this many iterations in total "
-                       "(sets num_iterations; default: the preset's)")
+    train.add_argument("--out", type=Path, help="the run directory (default: runs/GAME-DATE-TIME); if it holds a "
+                       "run, that run resumes from its last checkpoint with its own config.json")
+    train.add_argument("--iterations", type=int, help="stop after this many iterations in total, counting those "
+                       "of a resumed run (sets num_iterations; default: the preset's or the run's)")
     train.add_argument("--seconds", type=float, help="stop after this many seconds of training (wall clock)")
-    train.add_argument("--checkpoint-every", type=int, default=10, help="checkpoint every N iterations")
+    train.add_argument("--checkpoint-every", type=int, default=10, help="checkpoint every N iterations (and "
+                       "always when training stops)")
+    train.add_argument("--keep", type=int, default=3, help="keep the last N checkpoints (and the best)")
+    train.add_argument("--best-metric", default="eval/score", help="the logged metric whose highest value marks "
+                       "the best checkpoint, kept beside the last --keep ones")
+    train.add_argument("--eval-every", type=int, default=10, help="every N iterations the agent plays fixed "
+                       "baselines (random, onestep, mcts:100; perfect for tic-tac-toe); scores go into "
+                       "metrics.jsonl as eval/...; 0 = never")
     train.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
     train.add_argument("--list-games", action="store_true", help="list the registered games and exit")
     _add_config_options(train)
+
+    export = commands.add_parser(
+        "export",
+        help="write a small inference-only copy of a run's checkpoint",
+        description="Write the network's parameters and the config needed to rebuild it (no optimizer state or "
+        "replay buffer) from a run's checkpoint to OUT, which azjax.load_agent, `azjax eval` and `azjax play` load "
+        "like a run directory.",
+    )
+    export.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="the --out directory of `azjax train`")
+    export.add_argument("out", type=Path, metavar="OUT", help="the directory to write")
+    which = export.add_mutually_exclusive_group()
+    which.add_argument("--iteration", type=int, help="export this iteration's checkpoint (default: the latest)")
+    which.add_argument("--best", action="store_true", help="export the checkpoint with the highest --best-metric")
+    export.add_argument("--best-metric", default="eval/score", help="the metric --best maximises")
+    export.add_argument("--force", action="store_true", help="replace OUT if it is an earlier export")
+    _add_eval_and_play(commands)
     return parser
 
 
-def _config_from_args(args: argparse.Namespace):
-    from azjax import config as config_lib
+_AGENT_HELP = (
+    "random | onestep (takes a win, blocks a loss in one) | mcts:N (UCT with random rollouts, N simulations) | "
+    "perfect (exact, tic_tac_toe) | greedy:RUN_DIR (the network, no search) | az:RUN_DIR[:SIMS] or RUN_DIR "
+    "(the network with search)"
+)
 
+
+def _add_eval_and_play(commands) -> None:
+    evaluate = commands.add_parser(
+        "eval",
+        help="play agents against each other: results with 95%% intervals and an Elo table",
+        description="Play two or more agents against each other, every pair (a round robin), half the games in "
+        "each seat. Prints wins/draws/losses, the score with its 95% Wilson interval and the Elo difference per "
+        "pairing, then a maximum-likelihood Elo table with the random agent at 0. Agents: " + _AGENT_HELP + ".",
+    )
+    evaluate.add_argument("agents", nargs="+", metavar="AGENT", help="two or more agents (see above)")
+    evaluate.add_argument("--game", help="the game (default: the runs' game, else tic_tac_toe)")
+    evaluate.add_argument("--games", type=int, default=200, help="games per pairing, even: half in each seat "
+                          "(default: 200)")
+    evaluate.add_argument("--simulations", type=int, help="simulations per move of trained agents whose spec "
+                          "gives none (default: the run's)")
+    evaluate.add_argument("--search-policy", choices=["gumbel", "puct"], help="the search of trained agents "
+                          "(default: the run's)")
+    evaluate.add_argument("--opening-moves", type=int, default=0, help="each pair of games starts after 0..K "
+                          "opening moves, so that deterministic agents do not replay one game (default: 0)")
+    evaluate.add_argument("--opening-agent", default="random", metavar="AGENT", help="who plays the opening "
+                          "moves: random (the default), or e.g. perfect for openings that never decide the game")
+    evaluate.add_argument("--seed", type=int, default=0, help="the random seed (default: 0)")
+    evaluate.add_argument("--json", type=Path, metavar="PATH", help="also write the results as JSON")
+
+    play = commands.add_parser(
+        "play",
+        help="play against an agent in the terminal",
+        description="Play a game against an agent in the terminal: type moves such as b2 (tic-tac-toe) or d "
+        "(Connect Four); 'help' lists the legal moves, 'quit' stops. Agents: " + _AGENT_HELP + ".",
+    )
+    play.add_argument("agent", nargs="?", default="mcts:1000", metavar="AGENT", help="the opponent (default: "
+                      "mcts:1000)")
+    play.add_argument("--game", help="the game (default: the run's, else tic_tac_toe)")
+    play.add_argument("--first", choices=["you", "agent", "random"], default="you", help="who moves first "
+                      "(default: you)")
+    play.add_argument("--simulations", type=int, help="the trained agent's simulations per move (default: the "
+                      "run's)")
+    play.add_argument("--search-policy", choices=["gumbel", "puct"], help="the trained agent's search")
+    play.add_argument("--no-analysis", action="store_true", help="hide the agent's value and candidate moves")
+    play.add_argument("--seed", type=int, help="the random seed (default: a new one each game)")
+
+
+def _game_for(specs: list[str], requested: str | None):
+    """The game the agents play: --game, else the one their run directories were trained on."""
+    from azjax import agents, games
+
+    trained = {}
+    for spec in specs:
+        name = agents.game_of_spec(spec)
+        if name is not None:
+            trained[spec] = name
+    if requested is not None and not games.is_known(requested):
+        raise agents.SpecError(f"unknown game {requested!r}; choose one of {games.describe_known()}")
+    if len(set(trained.values())) > 1:
+        listed = ", ".join(f"{spec} ({name})" for spec, name in trained.items())
+        raise agents.SpecError(f"the agents were trained on different games: {listed}")
+    return games.make(requested or next(iter(trained.values()), "tic_tac_toe"))
+
+
+def _eval(args: argparse.Namespace) -> int:
+    import jax
+
+    from azjax import agents, arena
+
+    if len(args.agents) < 2:
+        raise agents.SpecError("give at least two agents to play each other")
+    if args.games < 2 or args.games % 2:
+        raise agents.SpecError(f"--games must be even and >= 2 (half in each seat), got {args.games}")
+    if args.opening_moves < 0 or (args.simulations is not None and args.simulations < 1):
+        raise agents.SpecError("--opening-moves must be >= 0 and --simulations >= 1")
+    game = _game_for(args.agents, args.game)
+    perfect = None  # solved once, shared by every use of "perfect"
+    bots = []
+    for spec in [*args.agents, args.opening_agent]:
+        if spec.strip() == "perfect" and perfect is not None:
+            bots.append(perfect)
+            continue
+        bot = agents.make_bot(spec, game, num_simulations=args.simulations, policy=args.search_policy)
+        perfect = bot if spec.strip() == "perfect" else perfect
+        bots.append(bot)
+    *bots, opening = bots
+    names = [bot.name for bot in bots]
+    bots = [  # the same spec twice: number the copies so that the table can tell them apart
+        dataclasses.replace(bot, name=f"{bot.name}#{names[:i].count(bot.name) + 1}") if names.count(bot.name) > 1
+        else bot
+        for i, bot in enumerate(bots)
+    ]
+    opening_text = (
+        f", openings of 0-{args.opening_moves} moves by {opening.name}" if args.opening_moves else ", no openings"
+    )
+    print(
+        f"{game.name}: {len(bots)} agents, {args.games} games per pairing ({args.games // 2} in each seat)"
+        f"{opening_text}.",
+        flush=True,
+    )
+    width = max(12, *(len(bot.name) for bot in bots))
+    print(arena.match_header(width), flush=True)
+    table = arena.round_robin(
+        jax.random.key(args.seed),
+        game,
+        bots,
+        args.games,
+        opening_moves=args.opening_moves,
+        opening_agent=opening.act,
+        on_match=lambda match: print(arena.format_match(match, width), flush=True),
+    )
+    anchor = table.names[table.elo.anchor]
+    print(f"\nElo (Bradley-Terry maximum likelihood, {anchor} = 0, one virtual draw per pairing):")
+    print(arena.format_elo(table.names, table.elo, table.matches, width))
+    if args.json is not None:
+        args.json.write_text(json.dumps(dict(table.to_dict(), game=game.name, games_per_pairing=args.games), indent=2)
+                             + "\n")
+        print(f"Results written to {args.json}")
+    return 0
+
+
+def _play(args: argparse.Namespace) -> int:
+    import random
+
+    import jax
+
+    from azjax import agents, play
+
+    game = _game_for([args.agent], args.game)
+    if args.simulations is not None and args.simulations < 1:
+        raise agents.SpecError("--simulations must be >= 1")
+    print(f"Loading {args.agent} ...", flush=True)
+    bot = agents.make_bot(args.agent, game, num_simulations=args.simulations, policy=args.search_policy)
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
+    first = {"you": 0, "agent": 1, "random": None}[args.first]
+    human_player = first if first is not None else random.Random(seed).randrange(2)
+    record = play.play_game(
+        game, bot, human_player=human_player, key=jax.random.key(seed), show_analysis=not args.no_analysis
+    )
+    if record.moves:
+        print(f"Moves: {' '.join(record.moves)}")
+    return 0
+
+
+def _config_from_args(args: argparse.Namespace):
+    from azjax import checkpointing, config as config_lib
+
+    run_config = None if args.out is None else args.out / checkpointing.CONFIG_FILE
     if args.config is not None:
         if not args.config.is_file():
             raise config_lib.ConfigError(f"--config {args.config}: no such file")
-        config = config_lib.from_json(args.config.read_text())
+        try:
+            config = config_lib.from_json(args.config.read_text())
+        except (OSError, UnicodeDecodeError) as error:
+            raise config_lib.ConfigError(f"--config {args.config}: cannot read it ({error})") from None
+        except config_lib.ConfigError as error:
+            raise config_lib.ConfigError(f"--config {args.config}: {error}") from None
+    elif args.game is None and args.preset is None and run_config is not None and run_config.is_file():
+        config = checkpointing.read_config(args.out)  # resuming: the run's own settings, then any overrides
     else:
-        config = config_lib.get_config(args.game, args.preset)
+        config = config_lib.get_config(args.game or "tic_tac_toe", args.preset or "cpu")
     overrides = {
         key.split(":", 1)[1]: value
         for key, value in vars(args).items()
@@ -85,8 +268,8 @@ def _train(args: argparse.Namespace) -> int:
         print("\n".join(games.names()))
         return 0
     try:
-        if args.game not in games.names():
-            raise config_lib.ConfigError(f"unknown game {args.game!r}; choose one of {', '.join(games.names())}")
+        if args.game is not None and not games.is_known(args.game):
+            raise config_lib.ConfigError(f"unknown game {args.game!r}; choose one of {games.describe_known()}")
         config = _config_from_args(args)
     except config_lib.ConfigError as error:
         print(f"azjax train: error: {error}", file=sys.stderr)
@@ -98,32 +281,86 @@ def _train(args: argparse.Namespace) -> int:
     run_dir = args.out or Path("runs") / f"{config.game}-{stamp}"
     print(f"Training {config.game} into {run_dir} ({config.num_iterations} iterations"
           + (f", at most {args.seconds:g} s" if args.seconds else "") + ")")
+    if args.checkpoint_every < 1 or args.keep < 1:
+        print("azjax train: error: --checkpoint-every and --keep must be >= 1", file=sys.stderr)
+        return 2
+    resume = f"azjax train --out {run_dir}"
     try:
         result = trainer.train(
             config,
             run_dir,
             max_seconds=args.seconds,
             checkpoint_every=args.checkpoint_every,
+            keep_checkpoints=args.keep,
+            best_metric=args.best_metric,
+            eval_every=args.eval_every,
             progress=not args.no_progress,
         )
-    except checkpointing.CheckpointError as error:
+    except trainer.NonFiniteError as error:
         print(f"azjax train: error: {error}", file=sys.stderr)
-        return 2
+        return 1
+    except KeyboardInterrupt:  # a second Ctrl-C: stopped at once, without saving the iteration in progress
+        latest = checkpointing.latest_iteration(run_dir)
+        kept = f"the last checkpoint (iteration {latest}) is kept" if latest else "no checkpoint was written"
+        print(f"\nStopped at once; {kept}. Resume with: {resume}", file=sys.stderr)
+        return 130
     last = result.history[-1] if result.history else None
     if last is not None:
         print(
-            f"Done ({result.stop_reason}): iteration {last['iteration']}, {last['time']:.0f} s, "
-            f"loss {last['loss']:.3f}, {last['positions_per_second']:,.0f} positions/s."
+            f"{'Done' if result.stop_reason == 'iterations' else 'Stopped'} ({result.stop_reason}): iteration "
+            f"{last['iteration']}, {last['time']:.0f} s, loss {last['loss']:.3f}, "
+            f"{last['positions_per_second']:,.0f} positions/s."
         )
+    if result.stop_reason != "iterations":
+        if result.last_checkpoint:
+            print(f"Checkpoint saved at iteration {result.last_checkpoint}. Resume with: {resume}")
+        else:
+            print(f"Stopped before the first iteration finished; nothing to save. Start again with: {resume}")
     print(f"Run directory: {run_dir} (config.json, metrics.jsonl, tensorboard/, checkpoints/, learning_curves.png)")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from azjax import checkpointing
+
+    info = checkpointing.export_model(
+        args.run_dir,
+        args.out,
+        iteration=args.iteration,
+        best_metric=args.best_metric if args.best else None,
+        overwrite=args.force,
+    )
+    size = sum(f.stat().st_size for f in args.out.rglob("*") if f.is_file())
+    print(
+        f"Exported iteration {info['iteration']} of {args.run_dir} to {args.out} ({size / 1024:,.0f} KiB: the "
+        f"network's parameters and config.json). Load it with azjax.load_agent({str(args.out)!r}), or pass it to "
+        "`azjax eval` or `azjax play`."
+    )
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `azjax` command."""
     args = build_parser().parse_args(argv)
-    if args.command == "train":
-        return _train(args)
+    from azjax.agents import SpecError
+    from azjax.checkpointing import CheckpointError
+    from azjax.config import ConfigError
+
+    try:
+        if args.command == "train":
+            return _train(args)
+        if args.command == "export":
+            return _export(args)
+        if args.command == "eval":
+            return _eval(args)
+        if args.command == "play":
+            return _play(args)
+    except (CheckpointError, ConfigError, SpecError) as error:  # a problem the user can fix: one line, no traceback
+        print(f"azjax {args.command}: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"azjax {args.command}: interrupted", file=sys.stderr)
+        return 130
     raise AssertionError(f"unhandled command {args.command}")
 
 

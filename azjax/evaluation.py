@@ -1,22 +1,40 @@
-"""Evaluation: agents play each other in batches; agents are judged against an exact solver.
+"""Evaluation: agents play each other in batches; agents are judged against an exact solver; evaluation during
+training (`make_evaluator`).
 
 An agent here is any function `(key, states [B]) -> actions [B]` (jittable), e.g. `Agent.act` with its options
-bound, or `solver.perfect_agent(solution)`.
+bound, `solver.perfect_agent(solution)` or a baseline's `agents.Bot.act`. The arena with confidence intervals, Elo
+and round robins is `azjax.arena`; the baseline agents are `azjax.agents`.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from azjax import solver as solver_lib
+from azjax import agents as agents_lib, arena, games, solver as solver_lib
+from azjax.agent import make_agent
+from azjax.arena import random_agent
+from azjax.config import Config
 from azjax.games import Game, State
 
 AgentFn = Callable[[jax.Array, State], jax.Array]
+Evaluator = Callable[[jax.Array, dict], dict[str, float]]
+
+__all__ = [
+    "AgentFn",
+    "Evaluator",
+    "default_opponents",
+    "head_to_head",
+    "make_evaluator",
+    "play_match",
+    "random_agent",
+    "score",
+    "solver_report",
+]
 
 
 def play_match(key: jax.Array, game: Game, first: AgentFn, second: AgentFn, num_games: int) -> jax.Array:
@@ -90,3 +108,103 @@ def solver_report(
         draws_as_second=as_second["draws"],
     )
     return report
+
+
+def head_to_head(key: jax.Array, game: Game, agent: AgentFn, opponent: AgentFn, num_games: int) -> dict:
+    """`agent` against `opponent`, `num_games` games with each seat; wins/draws/losses from `agent`'s side.
+
+    Returns the counts, `score` (wins + draws / 2 over all games) and the same per seat.
+    """
+    first_key, second_key = jax.random.split(key)
+    as_first = score(play_match(first_key, game, agent, opponent, num_games), player=0)
+    as_second = score(play_match(second_key, game, opponent, agent, num_games), player=1)
+    total = {k: as_first[k] + as_second[k] for k in as_first}
+    result = dict(total, games=2 * num_games, score=(total["wins"] + total["draws"] / 2) / (2 * num_games))
+    result["as_first"], result["as_second"] = as_first, as_second
+    return result
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Evaluation during training
+
+
+def default_opponents(game_name: str) -> tuple[str, ...]:
+    """The baselines a run of `game_name` is measured against while it trains (agent specs, see
+    `agents.make_bot`): random, one-ply tactics and UCT with 100 simulations, plus the perfect player for
+    tic-tac-toe."""
+    opponents = ("random", "onestep", "mcts:100")
+    return opponents + ("perfect",) if game_name == "tic_tac_toe" else opponents
+
+
+def make_evaluator(
+    config: Config,
+    *,
+    opponents: Sequence[str] | None = None,
+    num_games: int = 64,
+    num_simulations: int | None = None,
+) -> Evaluator:
+    """Builds `evaluate(key, variables) -> {"eval/<opponent>": score, ...}` for a run's network.
+
+    The run's agent (its network with its search, `num_simulations` or the run's, no root noise) plays
+    `num_games` games (half in each seat) against each opponent; a score is (wins + draws / 2) / games, from the
+    agent's side. "eval/score" is the mean over the opponents. For tic-tac-toe the exact solution also gives
+    "eval/optimal_move_rate": the share of the 4520 non-terminal positions where the network's top move (no
+    search) is optimal. Everything runs as one program, compiled at the first call; later calls (new variables,
+    same shapes) reuse it.
+
+    Args:
+      config: the run's config.
+      opponents: agent specs without run directories (default: `default_opponents(config.game)`).
+      num_games: games against each opponent (even).
+      num_simulations: the agent's simulations per move (default: the run's).
+    """
+    game = games.make(config.game)
+    specs = tuple(opponents) if opponents is not None else default_opponents(config.game)
+    solution = solver_lib.solve(game) if "perfect" in specs or config.game == "tic_tac_toe" else None
+    bots = [agents_lib.make_bot(spec, game, solution=solution) for spec in specs]
+    names = ["eval/" + spec.replace(":", "") for spec in specs]
+    evaluate = jax.jit(
+        functools.partial(
+            _evaluate,
+            config=config,
+            game=game,
+            bots=tuple(bots),
+            names=tuple(names),
+            num_games=num_games,
+            num_simulations=num_simulations,
+            solution=solution,
+        )
+    )
+
+    def evaluator(key: jax.Array, variables: dict) -> dict[str, float]:
+        return {name: float(value) for name, value in jax.device_get(evaluate(key, variables)).items()}
+
+    return evaluator
+
+
+def _evaluate(
+    key: jax.Array,
+    variables: dict,
+    *,
+    config: Config,
+    game: Game,
+    bots: tuple[agents_lib.Bot, ...],
+    names: tuple[str, ...],
+    num_games: int,
+    num_simulations: int | None,
+    solution: solver_lib.Solution | None,
+) -> dict[str, jax.Array]:
+    agent = make_agent(config, variables)
+    player = agents_lib.alphazero_bot(agent, num_simulations=num_simulations)
+    results = {}
+    for match_key, name, bot in zip(jax.random.split(key, len(bots)), names, bots, strict=True):
+        outcome = arena.run_games(match_key, game, player.act, bot.act, num_games).outcome
+        results[name] = jnp.mean((outcome + 1.0) / 2.0)
+    if results:
+        results["eval/score"] = jnp.mean(jnp.stack(list(results.values())))
+    if solution is not None:
+        positions = np.flatnonzero(~np.asarray(solution.terminal))
+        states = jax.tree.map(lambda x: x[positions], solution.states)
+        actions = agents_lib.greedy_bot(agent).act(key, states)
+        results["eval/optimal_move_rate"] = jnp.mean(solution.optimal_actions[positions, actions])
+    return results

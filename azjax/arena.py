@@ -1,0 +1,512 @@
+"""The arena: many games in parallel between two agents, with confidence intervals and Elo; round-robin tables.
+
+    result = play(key, game, bot_a, bot_b, num_games=400, opening_moves=2)
+    print(format_match(result))             # W/D/L of bot_a, score with a 95% CI, Elo difference
+    table = round_robin(key, game, [random_bot(), onestep_bot(game), uct_bot(game, 100)], num_games=200)
+    print(format_table(table))              # every pairing, then Bradley-Terry Elo (random = 0)
+
+Seats. Half the games have agent A as player 0 (moving first), half as player 1, and the two games of a pair
+start from the same opening, so neither agent gains from the draw of openings or seats.
+
+Openings. Each pair of games starts after 0..`opening_moves` moves (uniformly many) played by `opening_agent`
+(default: uniformly random), so that deterministic agents do not replay one game. An opening move that would end
+the game is skipped (the opening is then shorter). With an exact solution at hand, `opening_agent` can be the
+perfect player, whose moves are random among optimal ones: the openings then vary but never decide the game.
+
+Statistics. A game scores 1 for a win, 1/2 for a draw, 0 for a loss. The 95% interval of the score is Wilson's
+score interval for a proportion over the n games (draws counted as half a win). Draws make the real spread
+smaller than a proportion's, so the interval is conservative. The Elo difference is -400 log10(1/score - 1), the
+logistic Elo model's rating gap at that expected score; its interval maps the score interval's ends. A round robin
+is fitted by maximum likelihood under the Bradley-Terry (logistic Elo) model, draws counted as half a win and
+half a loss, with the first `random` agent (else the first agent) anchored at 0; see `fit_elo`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from collections.abc import Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from azjax.agents import Bot, random_analysis
+from azjax.games import Game, State
+
+AgentFn = Callable[[jax.Array, State], jax.Array]  # (key, states [B]) -> actions [B] int32
+
+Z_95 = 1.959963984540054  # the standard normal's 97.5% quantile
+
+
+def random_agent(key: jax.Array, states: State) -> jax.Array:
+    """The uniformly random agent: a legal move [B] drawn uniformly for each state."""
+    return random_analysis(key, states).action
+
+
+@struct.dataclass
+class Games:
+    """The outcome of a batch of N games between agents A and B, from A's side."""
+
+    outcome: jax.Array  # [N] float32: +1 A won, 0 draw, -1 A lost
+    seat: jax.Array  # [N] int32: A's player id (0 = A moved first)
+    length: jax.Array  # [N] int32: moves played, the opening included
+
+
+@struct.dataclass
+class _Match:
+    states: State  # [N]
+    returns: jax.Array  # [N, 2] float32, rewards summed per player id
+    length: jax.Array  # [N] int32
+    num_steps: jax.Array  # [] int32
+
+
+def play_opening(
+    key: jax.Array, game: Game, states: State, num_moves: jax.Array, max_moves: int, agent: AgentFn = random_agent
+) -> State:
+    """Lets `agent` play `num_moves` (int32 [B], each at most the static `max_moves`) moves from each state.
+
+    A move that would end the game is not played, so a non-terminal state stays non-terminal. Batched.
+    """
+    return _opening(key, game, states, num_moves, max_moves, agent)[0]
+
+
+def _opening(
+    key: jax.Array, game: Game, states: State, num_moves: jax.Array, max_moves: int, agent: AgentFn
+) -> tuple[State, jax.Array]:
+    """`play_opening`, also returning the moves played in each game (int32 [B])."""
+
+    def body(i: int, carry: tuple[State, jax.Array]) -> tuple[State, jax.Array]:
+        states, played = carry
+        actions = agent(jax.random.fold_in(key, i), states)
+        moved = jax.vmap(game.step)(states, actions)
+        play = (i < num_moves) & ~moved.terminated & ~states.terminated
+        states = jax.tree.map(lambda new, old: jnp.where(_expand_to(play, new), new, old), moved, states)
+        return states, played + play
+
+    return jax.lax.fori_loop(0, max_moves, body, (states, jnp.zeros(num_moves.shape, jnp.int32)))
+
+
+def _expand_to(flags: jax.Array, like: jax.Array) -> jax.Array:
+    return flags.reshape(flags.shape + (1,) * (like.ndim - flags.ndim))
+
+
+def run_games(
+    key: jax.Array,
+    game: Game,
+    agent_a: AgentFn,
+    agent_b: AgentFn,
+    num_games: int,
+    *,
+    opening_moves: int = 0,
+    opening_agent: AgentFn = random_agent,
+) -> Games:
+    """Plays `num_games` (even) games in parallel, A as player 0 in the first half and player 1 in the second;
+    game i and game i + num_games / 2 (a pair) start from the same opening. Pure and un-jitted (jit it, or call
+    `play`). The loop ends when every game has.
+
+    Each agent is asked for moves on a batch of num_games / 2 states, one per pair: a game of the pair where it
+    is to move if there is one (else any state of the pair, whose move is ignored, so each agent must accept any
+    state, terminal ones included). In a game where the turn alternates, the two games of a pair stay in step
+    and every game moves at every step; otherwise a game whose mover is busy in the other game of the pair
+    waits a step. Either way each agent sees half the games, not all of them.
+    """
+    if num_games < 2 or num_games % 2:
+        raise ValueError(f"num_games must be even and >= 2 (half with each seat), got {num_games}")
+    half = num_games // 2
+    init_key, count_key, opening_key, play_key = jax.random.split(key, 4)
+    states = jax.vmap(game.init)(jax.random.split(init_key, half))
+    opened = jnp.zeros(half, jnp.int32)
+    if opening_moves > 0:
+        num_moves = jax.random.randint(count_key, (half,), 0, opening_moves + 1)
+        states, opened = _opening(opening_key, game, states, num_moves, opening_moves, opening_agent)
+    states, opened = jax.tree.map(lambda x: jnp.concatenate([x, x]), (states, opened))
+    seat = jnp.concatenate([jnp.zeros(half, jnp.int32), jnp.ones(half, jnp.int32)])
+    pair = jnp.arange(half)
+
+    def unfinished(match: _Match) -> jax.Array:
+        # Every step moves at least one live game of each pair, so 2 * max_length steps always suffice.
+        return jnp.any(~match.states.terminated) & (match.num_steps < 2 * game.max_length)
+
+    def move(match: _Match) -> _Match:
+        key_a, key_b = jax.random.split(jax.random.fold_in(play_key, match.num_steps))
+        live = ~match.states.terminated
+        a_turn = live & (match.states.current_player == seat)
+        b_turn = live & (match.states.current_player != seat)
+        # A prefers the pair's first game and B the second; a_turn and b_turn exclude each other, so no game is
+        # picked by both.
+        a_index = jnp.where(a_turn[:half], pair, pair + half)
+        b_index = jnp.where(b_turn[half:], pair + half, pair)
+        take = lambda index: jax.tree.map(lambda x: x[index], match.states)  # noqa: E731
+        a_actions, b_actions = agent_a(key_a, take(a_index)), agent_b(key_b, take(b_index))
+        a_moves = jnp.zeros(num_games, bool).at[a_index].set(a_turn[a_index])
+        b_moves = jnp.zeros(num_games, bool).at[b_index].set(b_turn[b_index])
+        actions = jnp.where(
+            a_moves,
+            jnp.zeros(num_games, jnp.int32).at[a_index].set(a_actions),
+            jnp.zeros(num_games, jnp.int32).at[b_index].set(b_actions),
+        )
+        moving = a_moves | b_moves
+        stepped = jax.vmap(game.step)(match.states, actions)
+        states = jax.tree.map(lambda new, old: jnp.where(_expand_to(moving, new), new, old), stepped, match.states)
+        returns = match.returns + jnp.where(moving[:, None], stepped.rewards, 0.0)
+        return _Match(states, returns, match.length + moving, match.num_steps + 1)
+
+    start = _Match(states, jnp.zeros((num_games, 2), jnp.float32), opened, jnp.int32(0))
+    played = jax.lax.while_loop(unfinished, move, start)
+    outcome = jnp.take_along_axis(played.returns, seat[:, None], axis=1)[:, 0]
+    return Games(outcome=outcome, seat=seat, length=played.length)
+
+
+@functools.partial(jax.jit, static_argnums=(1, 2, 3, 4, 5, 6))
+def _run_games_jit(key, game, agent_a, agent_b, num_games, opening_moves, opening_agent):
+    return run_games(key, game, agent_a, agent_b, num_games, opening_moves=opening_moves, opening_agent=opening_agent)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Statistics
+
+
+def wilson_interval(score: float, num_games: int, z: float = Z_95) -> tuple[float, float]:
+    """Wilson's score interval for a proportion `score` observed over `num_games` trials (95% by default)."""
+    if num_games <= 0:
+        return 0.0, 1.0
+    n = num_games
+    centre = (score + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(score * (1 - score) / n + z * z / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def elo_from_score(score: float) -> float:
+    """The Elo difference whose expected score is `score`: -400 log10(1/score - 1); +-inf at 1 and 0."""
+    if score >= 1.0:
+        return math.inf
+    if score <= 0.0:
+        return -math.inf
+    return -400.0 * math.log10(1.0 / score - 1.0)
+
+
+def expected_score(elo_difference: float | np.ndarray) -> float | np.ndarray:
+    """The logistic Elo model: the expected score of a player rated `elo_difference` above its opponent."""
+    return 1.0 / (1.0 + 10.0 ** (-np.asarray(elo_difference) / 400.0))
+
+
+@dataclasses.dataclass(frozen=True)
+class MatchResult:
+    """A match between agents A and B, from A's side."""
+
+    name_a: str
+    name_b: str
+    wins: int
+    draws: int
+    losses: int
+    wins_as_first: int  # A's results when A moved first (player 0) ...
+    draws_as_first: int
+    losses_as_first: int  # ... and the rest of A's results were as player 1
+    mean_length: float  # moves per game, openings included
+
+    @property
+    def games(self) -> int:
+        return self.wins + self.draws + self.losses
+
+    @property
+    def score(self) -> float:
+        """A's score: (wins + draws / 2) / games."""
+        return (self.wins + 0.5 * self.draws) / max(self.games, 1)
+
+    @property
+    def score_interval(self) -> tuple[float, float]:
+        """The Wilson 95% interval of `score`."""
+        return wilson_interval(self.score, self.games)
+
+    @property
+    def elo(self) -> float:
+        """A's rating minus B's, from the score."""
+        return elo_from_score(self.score)
+
+    @property
+    def elo_interval(self) -> tuple[float, float]:
+        low, high = self.score_interval
+        return elo_from_score(low), elo_from_score(high)
+
+    def to_dict(self) -> dict:
+        low, high = self.score_interval
+        elo_low, elo_high = self.elo_interval
+        return dict(
+            dataclasses.asdict(self),
+            games=self.games,
+            score=self.score,
+            score_low=low,
+            score_high=high,
+            elo=self.elo,
+            elo_low=elo_low,
+            elo_high=elo_high,
+        )
+
+
+def summarize(games: Games, name_a: str = "A", name_b: str = "B") -> MatchResult:
+    """Counts a batch of games (on the host) into a `MatchResult`."""
+    outcome, seat, length = (np.asarray(x) for x in jax.device_get((games.outcome, games.seat, games.length)))
+    first = seat == 0
+    return MatchResult(
+        name_a=name_a,
+        name_b=name_b,
+        wins=int(np.sum(outcome > 0)),
+        draws=int(np.sum(outcome == 0)),
+        losses=int(np.sum(outcome < 0)),
+        wins_as_first=int(np.sum((outcome > 0) & first)),
+        draws_as_first=int(np.sum((outcome == 0) & first)),
+        losses_as_first=int(np.sum((outcome < 0) & first)),
+        mean_length=float(np.mean(length)) if length.size else 0.0,
+    )
+
+
+def play(
+    key: jax.Array,
+    game: Game,
+    bot_a: Bot,
+    bot_b: Bot,
+    num_games: int,
+    *,
+    opening_moves: int = 0,
+    opening_agent: AgentFn = random_agent,
+) -> MatchResult:
+    """`bot_a` against `bot_b`: `num_games` games (even; half in each seat), compiled once per pair of bots."""
+    games = _run_games_jit(key, game, bot_a.act, bot_b.act, num_games, opening_moves, opening_agent)
+    return summarize(games, bot_a.name, bot_b.name)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Elo
+
+
+@dataclasses.dataclass(frozen=True)
+class EloFit:
+    """Bradley-Terry ratings of K agents."""
+
+    ratings: np.ndarray  # [K] Elo, the anchor at 0
+    standard_errors: np.ndarray  # [K] of each rating relative to the anchor (0 for the anchor)
+    anchor: int
+
+
+def fit_elo(
+    scores: np.ndarray,
+    games: np.ndarray,
+    *,
+    anchor: int = 0,
+    prior_draws: float = 0.0,
+    max_iterations: int = 100,
+) -> EloFit:
+    """Maximum-likelihood Elo ratings under the Bradley-Terry model on the logistic Elo scale.
+
+    P(i beats j) = 1 / (1 + 10^((r_j - r_i) / 400)); a draw counts as half a win and half a loss, so the log
+    likelihood is sum_{i != j} scores[i, j] * log P(i beats j). It is concave in the ratings; Newton's method
+    maximises it with `ratings[anchor]` fixed at 0.
+
+    Args:
+      scores: [K, K], points agent i scored against agent j (wins + draws / 2); the diagonal is ignored.
+      games: [K, K] symmetric, games played between i and j.
+      anchor: the agent rated 0.
+      prior_draws: virtual draws added to every pair that played. They keep every rating finite when an agent
+        won (or lost) all its games; 0 gives the plain maximum-likelihood fit.
+    Returns:
+      The ratings and their standard errors (from the inverse Hessian, relative to the anchor). Without prior
+      draws, an agent that won every game it played (among the agents not already set aside) is rated +inf and
+      one that lost every game -inf, with standard error NaN; the rest are fitted among themselves.
+    """
+    scores = np.asarray(scores, np.float64).copy()
+    games = np.asarray(games, np.float64).copy()
+    num_agents = scores.shape[0]
+    np.fill_diagonal(scores, 0.0)
+    np.fill_diagonal(games, 0.0)
+    played = games > 0
+    scores += 0.5 * prior_draws * played
+    games += prior_draws * played
+    sign = _unbounded(scores, games)
+    ratings = np.zeros(num_agents)
+    errors = np.zeros(num_agents)
+    finite = np.flatnonzero(sign == 0)
+    if finite.size:
+        base = anchor if sign[anchor] == 0 else int(finite[0])
+        ratings[finite], errors[finite] = _newton(scores[np.ix_(finite, finite)], games[np.ix_(finite, finite)],
+                                                  int(np.flatnonzero(finite == base)[0]), max_iterations)
+        if sign[anchor] != 0:  # the anchor won or lost everything: every finite agent is infinitely far from it
+            ratings[finite], errors[finite] = -sign[anchor] * np.inf, np.nan
+    ratings = np.where(sign != 0, np.copysign(np.inf, sign), ratings)
+    errors = np.where(sign != 0, np.nan, errors)
+    if sign[anchor] != 0:
+        ratings[anchor], errors[anchor] = 0.0, 0.0
+    return EloFit(ratings=ratings, standard_errors=errors, anchor=anchor)
+
+
+def _unbounded(scores: np.ndarray, games: np.ndarray) -> np.ndarray:
+    """[K] +1 for agents that won every game they played, -1 for those that lost every one, 0 for the rest;
+    repeated after setting those aside, since an agent may be unbeaten only by the remaining ones."""
+    sign = np.zeros(scores.shape[0], np.int64)
+    while True:
+        rest = sign == 0
+        total = (games * rest[None, :]).sum(axis=1)
+        points = (scores * rest[None, :]).sum(axis=1)
+        new = rest & (total > 0) & ((points >= total) | (points <= 0))
+        if not new.any() or new.sum() == rest.sum():
+            return sign
+        sign[new & (points >= total)] = 1
+        sign[new & (points <= 0)] = -1
+
+
+def _newton(scores: np.ndarray, games: np.ndarray, anchor: int, max_iterations: int) -> tuple[np.ndarray, np.ndarray]:
+    """Newton's method on the Bradley-Terry log likelihood: ratings [K] with ratings[anchor] = 0, and standard
+    errors [K] from the inverse of the negative Hessian."""
+    scale = math.log(10.0) / 400.0
+    num_agents = scores.shape[0]
+    free = np.array([i for i in range(num_agents) if i != anchor], np.int64)
+    ratings = np.zeros(num_agents)
+
+    def gradient_hessian(r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        p = 1.0 / (1.0 + np.exp(-scale * (r[:, None] - r[None, :])))  # P(i beats j)
+        gradient = scale * np.sum(scores - games * p, axis=1)
+        weights = scale * scale * games * p * p.T
+        return gradient, weights - np.diag(weights.sum(axis=1))
+
+    errors = np.zeros(num_agents)
+    if free.size == 0:
+        return ratings, errors
+    for _ in range(max_iterations):
+        gradient, hessian = gradient_hessian(ratings)
+        step = np.linalg.lstsq(-hessian[np.ix_(free, free)], gradient[free], rcond=None)[0]
+        ratings[free] += np.clip(step, -400.0, 400.0)  # damped: the quadratic model is poor far from the optimum
+        if np.max(np.abs(step)) < 1e-9:
+            break
+    _, hessian = gradient_hessian(ratings)
+    covariance = np.linalg.pinv(-hessian[np.ix_(free, free)])
+    errors[free] = np.sqrt(np.maximum(np.diag(covariance), 0.0))
+    return ratings, errors
+
+
+@dataclasses.dataclass(frozen=True)
+class RoundRobin:
+    """Every pairing of K agents, and their Elo fit."""
+
+    names: list[str]
+    matches: list[MatchResult]  # one per pair (i < j), from agent i's side
+    elo: EloFit
+
+    def to_dict(self) -> dict:
+        return {
+            "agents": self.names,
+            "matches": [m.to_dict() for m in self.matches],
+            "elo": {
+                name: {"elo": float(r), "standard_error": float(e)}
+                for name, r, e in zip(self.names, self.elo.ratings, self.elo.standard_errors, strict=True)
+            },
+            "anchor": self.names[self.elo.anchor],
+        }
+
+
+def score_matrices(names: Sequence[str], matches: Sequence[MatchResult]) -> tuple[np.ndarray, np.ndarray]:
+    """The [K, K] points and games matrices of `fit_elo` from pairwise results."""
+    index = {name: i for i, name in enumerate(names)}
+    scores = np.zeros((len(names), len(names)))
+    games = np.zeros_like(scores)
+    for match in matches:
+        i, j = index[match.name_a], index[match.name_b]
+        points = match.wins + 0.5 * match.draws
+        scores[i, j] += points
+        scores[j, i] += match.games - points
+        games[i, j] += match.games
+        games[j, i] += match.games
+    return scores, games
+
+
+def round_robin(
+    key: jax.Array,
+    game: Game,
+    bots: Sequence[Bot],
+    num_games: int,
+    *,
+    opening_moves: int = 0,
+    opening_agent: AgentFn = random_agent,
+    prior_draws: float = 1.0,
+    on_match: Callable[[MatchResult], None] | None = None,
+) -> RoundRobin:
+    """Every pair of `bots` plays `num_games` games; then a Bradley-Terry Elo fit, anchored at the first bot
+    named "random" (else the first bot). `prior_draws` (one virtual draw per pairing by default) keeps an
+    undefeated agent's rating finite; `on_match` is called after each pairing (for progress)."""
+    names = [bot.name for bot in bots]
+    if len(set(names)) != len(names):
+        raise ValueError(f"the bots' names must differ, got {names}")
+    matches = []
+    pair_keys = jax.random.split(key, max(len(bots) * (len(bots) - 1) // 2, 1))
+    pairs = [(i, j) for i in range(len(bots)) for j in range(i + 1, len(bots))]
+    for pair_key, (i, j) in zip(pair_keys, pairs, strict=False):
+        match = play(pair_key, game, bots[i], bots[j], num_games, opening_moves=opening_moves,
+                     opening_agent=opening_agent)
+        matches.append(match)
+        if on_match is not None:
+            on_match(match)
+    anchor = names.index("random") if "random" in names else 0
+    scores, games = score_matrices(names, matches)
+    return RoundRobin(names=names, matches=matches, elo=fit_elo(scores, games, anchor=anchor,
+                                                                  prior_draws=prior_draws))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Tables
+
+
+def _signed(value: float, digits: int = 0) -> str:
+    if math.isinf(value):
+        return "+inf" if value > 0 else "-inf"
+    return f"{value:+.{digits}f}"
+
+
+def match_header(width: int = 24) -> str:
+    """The column titles of `format_match` lines."""
+    return (
+        f"{'agent A':<{width}} {'agent B':<{width}} {'W':>5} {'D':>5} {'L':>5}  {'score':>6}  {'95% CI':<13}  "
+        f"{'Elo A-B':>7}  {'95% CI':<13}  {'as 1st W/D/L':<14} {'as 2nd W/D/L'}"
+    )
+
+
+def format_match(match: MatchResult, width: int = 24) -> str:
+    """One line: A, B, A's wins, draws and losses, score with its 95% CI, the Elo difference with its CI, and the
+    results per seat."""
+    low, high = match.score_interval
+    elo_low, elo_high = match.elo_interval
+    first = f"{match.wins_as_first}/{match.draws_as_first}/{match.losses_as_first}"
+    second = (
+        f"{match.wins - match.wins_as_first}/{match.draws - match.draws_as_first}/"
+        f"{match.losses - match.losses_as_first}"
+    )
+    return (
+        f"{match.name_a:<{width}} {match.name_b:<{width}} {match.wins:>5} {match.draws:>5} {match.losses:>5}  "
+        f"{match.score:>6.3f}  [{low:.3f}, {high:.3f}]  {_signed(match.elo):>7}  "
+        f"{'[' + _signed(elo_low) + ', ' + _signed(elo_high) + ']':<13}  {first:<14} {second:<14}"
+    ).rstrip()
+
+
+def format_elo(names: Sequence[str], fit: EloFit, matches: Sequence[MatchResult], width: int = 24) -> str:
+    """The Elo table, best first: rank, agent, rating +- 1.96 standard errors, total score and games."""
+    scores, games = score_matrices(names, matches)
+    lines = [f"{'rank':<5} {'agent':<{width}} {'Elo':>7} {'+-95%':>7} {'score':>7} {'games':>7}"]
+    order = sorted(range(len(names)), key=lambda i: -fit.ratings[i])
+    for rank, i in enumerate(order, 1):
+        error = fit.standard_errors[i]
+        error_text = "anchor" if i == fit.anchor else ("-" if not np.isfinite(error) else f"{Z_95 * error:.0f}")
+        total = games[i].sum()
+        score = scores[i].sum() / total if total else float("nan")
+        lines.append(
+            f"{rank:<5} {names[i]:<{width}} {_signed(fit.ratings[i]):>7} {error_text:>7} {score:>7.3f} {int(total):>7}"
+        )
+    return "\n".join(lines)
+
+
+def format_table(table: RoundRobin) -> str:
+    """Every pairing, then the Elo table."""
+    width = max(12, *(len(n) for n in table.names))
+    lines = [match_header(width)] + [format_match(m, width) for m in table.matches]
+    lines += ["", f"Elo (Bradley-Terry maximum likelihood, {table.names[table.elo.anchor]} = 0):"]
+    lines.append(format_elo(table.names, table.elo, table.matches, width))
+    return "\n".join(lines)

@@ -1,0 +1,161 @@
+"""A person plays an agent in the terminal: `play_game(game, bot)`, behind `azjax play`.
+
+The board is drawn with its coordinates (`game.render`), the person types a move in the game's notation
+(`game.string_to_action`, e.g. "b2" in tic-tac-toe, "d" in Connect Four), and the agent answers with its move,
+its value of the position and its top candidate moves. A malformed or illegal move gets a message and a new
+prompt; "help" lists the legal moves; "quit" (or end of input, or Ctrl-C) stops cleanly. Input and output are
+functions, so the loop is tested with a script and runs in a notebook.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+
+import jax
+import numpy as np
+
+from azjax.agents import Analysis, Bot
+from azjax.games import Game, State
+
+QUIT_WORDS = ("quit", "q", "exit")
+HELP_WORDS = ("help", "h", "?", "moves")
+
+
+@dataclasses.dataclass
+class GameRecord:
+    """How a game against the agent went."""
+
+    moves: list[str]  # every move in the game's notation, in order
+    human_player: int  # the person's player id (0 moves first)
+    outcome: float | None  # for the person: +1 won, 0 draw, -1 lost; None if they quit
+    final_state: State
+
+
+def play_game(
+    game: Game,
+    bot: Bot,
+    *,
+    human_player: int = 0,
+    key: jax.Array | None = None,
+    input_fn: Callable[[str], str] | None = None,
+    output_fn: Callable[[str], None] | None = None,
+    show_analysis: bool = True,
+    num_candidates: int = 3,
+) -> GameRecord:
+    """Plays one game between a person (through `input_fn` / `output_fn`) and `bot`.
+
+    Args:
+      game: any registered game.
+      bot: the opponent (see `agents.make_bot`).
+      human_player: the person's player id: 0 moves first, 1 second.
+      key: randomness for the agent (and the game's start); default: a fixed key.
+      input_fn: prompt -> the person's line (default `input`); EOFError or KeyboardInterrupt counts as quitting.
+      output_fn: shows one message, which may hold several lines (default `print`).
+      show_analysis: show the agent's value and candidate moves with each of its moves.
+      num_candidates: how many candidate moves to show.
+    Returns:
+      The moves, the person's seat, the outcome for the person (None if they quit) and the last state.
+    """
+    key = jax.random.key(0) if key is None else key
+    input_fn = input_fn or input  # looked up at call time, so that a replaced builtin is used
+    output_fn = output_fn or print
+    init_key, agent_key = jax.random.split(key)
+    analyse = jax.jit(bot.analyse)
+    step = jax.jit(game.step)
+    state = game.init(init_key)
+    moves: list[str] = []
+    output_fn(
+        f"{game.name}: you are player {human_player} ({'moving first' if human_player == 0 else 'moving second'}) "
+        f"against {bot.name}. Type a move such as {_example(game, state)!r}; 'help' lists the legal moves, "
+        "'quit' stops."
+    )
+    while not bool(state.terminated):
+        output_fn(game.render(state))
+        if int(state.current_player) == human_player:
+            action = read_move(game, state, input_fn, output_fn)
+            if action is None:
+                output_fn("You quit the game.")
+                return GameRecord(moves, human_player, None, state)
+        else:
+            batch = jax.tree.map(lambda x: x[None], state)
+            analysis = jax.device_get(analyse(jax.random.fold_in(agent_key, len(moves)), batch))
+            action = int(analysis.action[0])
+            shown = describe_move(game, bot.name, analysis, show_analysis=show_analysis, num_candidates=num_candidates)
+            output_fn(shown)
+        moves.append(game.action_to_string(action))
+        state = step(state, action)
+    outcome = float(state.rewards[human_player])
+    output_fn(game.render(state))
+    output_fn("You win!" if outcome > 0 else "The agent wins." if outcome < 0 else "Draw.")
+    return GameRecord(moves, human_player, outcome, state)
+
+
+def _legal_names(game: Game, state: State) -> list[str]:
+    return [game.action_to_string(int(a)) for a in np.flatnonzero(np.asarray(state.legal_action_mask))]
+
+
+def _example(game: Game, state: State) -> str:
+    names = _legal_names(game, state)
+    return names[len(names) // 2] if names else "?"
+
+
+def read_move(
+    game: Game, state: State, input_fn: Callable[[str], str], output_fn: Callable[[str], None]
+) -> int | None:
+    """Asks until the person types a legal move (returned as an action) or quits (None)."""
+    while True:
+        try:
+            text = input_fn("Your move: ").strip()
+        except (EOFError, KeyboardInterrupt):
+            return None
+        word = text.lower()
+        if word in QUIT_WORDS:
+            return None
+        if not text or word in HELP_WORDS:
+            output_fn(f"Legal moves: {' '.join(_legal_names(game, state))} ('quit' stops).")
+            continue
+        try:
+            action = int(game.string_to_action(text))
+        except (ValueError, TypeError, IndexError, KeyError) as error:
+            output_fn(f"Not a move: {error}. Type 'help' for the legal moves.")
+            continue
+        if not 0 <= action < game.num_actions:
+            output_fn(f"Not a move: {text!r} is outside the board. Type 'help' for the legal moves.")
+            continue
+        if not bool(state.legal_action_mask[action]):
+            output_fn(
+                f"{game.action_to_string(action)} is not legal here. Legal moves: "
+                f"{' '.join(_legal_names(game, state))}."
+            )
+            continue
+        return action
+
+
+def describe_move(
+    game: Game, name: str, analysis: Analysis, *, show_analysis: bool = True, num_candidates: int = 3
+) -> str:
+    """'mcts:200 plays b2.' with, optionally, the agent's value and top candidates (batch element 0)."""
+    action = int(analysis.action[0])
+    lines = [f"{name} plays {game.action_to_string(action)}."]
+    if not show_analysis:
+        return lines[0]
+    value = float(analysis.value[0])
+    lines.append(
+        f"  its value of the position: {value:+.2f} (+1 it wins, -1 it loses)"
+        if math.isfinite(value)
+        else "  its value of the position: no estimate"
+    )
+    policy = np.asarray(analysis.policy[0])
+    action_values = np.asarray(analysis.action_values[0])
+    order = [int(a) for a in np.argsort(-policy, kind="stable")[:num_candidates] if policy[a] > 0]
+    candidates = []
+    for a in order:
+        q = action_values[a]
+        candidates.append(
+            f"{game.action_to_string(a)} {policy[a]:.0%}" + (f" (value {q:+.2f})" if math.isfinite(q) else "")
+        )
+    if candidates:
+        lines.append(f"  top moves: {', '.join(candidates)}")
+    return "\n".join(lines)

@@ -1,0 +1,220 @@
+"""Baseline agents: one-ply tactics, UCT with random rollouts, the perfect player, and agent specs.
+
+Positions come from ASCII boards. Each agent is jitted once per module and fed batches of copies of a position
+(every copy draws its own random choices), so "always" below means "in every copy".
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from azjax import agents, arena, games
+from azjax.agents import SpecError
+
+COPIES = 64
+
+
+@pytest.fixture(scope="module")
+def ttt():
+    return games.make("tic_tac_toe")
+
+
+@pytest.fixture(scope="module")
+def c4():
+    return games.make("connect_four")
+
+
+def copies(state, n: int = COPIES):
+    return jax.tree.map(lambda x: jnp.stack([x] * n), state)
+
+
+@pytest.fixture(scope="module")
+def onestep_ttt(ttt):
+    return jax.jit(agents.onestep_bot(ttt).analyse)
+
+
+@pytest.fixture(scope="module")
+def onestep_c4(c4):
+    return jax.jit(agents.onestep_bot(c4).analyse)
+
+
+# Tic-tac-toe: X to move can win at c1 (cell 2); O threatens c2 too, but the win comes first.
+TTT_WIN = """
+X X .
+O O .
+. . .
+"""
+# X to move has no win; O threatens c2 (cell 5), the only move that does not lose at once.
+TTT_BLOCK = """
+X . .
+O O .
+X . .
+"""
+# Connect Four: X completes the bottom row at d; O's threat at d2 needs d1 first.
+C4_WIN = """
+. . . . . . .
+. . . . . . .
+. . . . . . .
+. . . . . . .
+O O O . . . .
+X X X . . . .
+"""
+# O threatens e1; X must block it.
+C4_BLOCK = """
+. . . . . . .
+. . . . . . .
+. . . . . . .
+. . . . . . .
+X . . . . . .
+X O O O . X .
+"""
+# O threatens d2, which needs d1: playing d would hand O the win, every other column is safe.
+C4_UNDER_THREAT = """
+. . . . . . .
+. . . . . . .
+. . . . . . .
+. . . . . . .
+O O O . . . .
+X X O . . X X
+"""
+
+
+@pytest.mark.parametrize("board, move", [(TTT_WIN, 2), (TTT_BLOCK, 5)], ids=["win", "block"])
+def test_onestep_tic_tac_toe_wins_and_blocks(ttt, onestep_ttt, board, move):
+    analysis = onestep_ttt(jax.random.key(0), copies(ttt.from_ascii(board)))
+    np.testing.assert_array_equal(analysis.action, move)
+    assert np.all(np.asarray(analysis.policy)[:, move] == 1.0)
+
+
+def test_onestep_values(ttt, onestep_ttt):
+    win = onestep_ttt(jax.random.key(0), copies(ttt.from_ascii(TTT_WIN), 1))
+    assert float(win.value[0]) == 1.0 and float(win.action_values[0, 2]) == 1.0
+    block = onestep_ttt(jax.random.key(0), copies(ttt.from_ascii(TTT_BLOCK), 1))
+    assert np.isnan(block.value[0])  # no forced result either way
+    assert float(block.action_values[0, 1]) == -1.0  # b1 lets O win at c2
+
+
+@pytest.mark.parametrize("board, move", [(C4_WIN, 3), (C4_BLOCK, 4)], ids=["win", "block"])
+def test_onestep_connect_four_wins_and_blocks(c4, onestep_c4, board, move):
+    analysis = onestep_c4(jax.random.key(1), copies(c4.from_ascii(board)))
+    np.testing.assert_array_equal(analysis.action, move)
+
+
+def test_onestep_never_plays_under_a_threat(c4, onestep_c4):
+    actions = np.asarray(onestep_c4(jax.random.key(2), copies(c4.from_ascii(C4_UNDER_THREAT))).action)
+    assert 3 not in actions
+    assert set(actions) == {0, 1, 2, 4, 5, 6}  # random among the safe moves
+
+
+def test_random_agent_plays_legal_moves(ttt):
+    state = ttt.from_ascii(TTT_BLOCK)
+    analysis = jax.jit(agents.random_bot().analyse)(jax.random.key(0), copies(state))
+    assert set(np.asarray(analysis.action)) == {1, 2, 5, 7, 8}
+    np.testing.assert_allclose(np.asarray(analysis.policy).sum(-1), 1.0)
+
+
+def test_rollout_values_from_the_movers_side(ttt):
+    rollout = jax.jit(functools.partial(agents.rollout_values, game=ttt))
+    # X to move, one cell left, and it completes X's row: every rollout is a win for X.
+    x_wins = ttt.from_ascii("X X .\nO O X\nO X O")
+    # X to move, one cell left, and it draws.
+    draw = ttt.from_ascii("X O X\nX O O\nO X .")
+    finished = ttt.from_ascii("X X X\nO O .\n. . .")
+    values = rollout(jax.random.key(0), states=jax.tree.map(lambda *x: jnp.stack(x), x_wins, draw, finished))
+    np.testing.assert_array_equal(values, [1.0, 0.0, 0.0])
+
+
+# --------------------------------------------------------------------------------------------------------------
+# UCT
+
+
+@pytest.fixture(scope="module")
+def uct200(ttt):
+    return agents.uct_bot(ttt, 200)
+
+
+def test_uct_takes_the_win_and_blocks(ttt, uct200):
+    analyse = jax.jit(uct200.analyse)
+    states = jax.tree.map(lambda *x: jnp.concatenate(x), copies(ttt.from_ascii(TTT_WIN), 8),
+                          copies(ttt.from_ascii(TTT_BLOCK), 8))
+    analysis = analyse(jax.random.key(3), states)
+    np.testing.assert_array_equal(analysis.action, [2] * 8 + [5] * 8)
+    np.testing.assert_allclose(analysis.action_values[:8, 2], 1.0)  # an immediate win is worth exactly +1
+    assert np.all(np.asarray(analysis.value[:8]) > 0.5)  # the root's mean value, for X, who wins
+
+
+def test_uct_more_simulations_win(ttt, uct200):
+    """UCT with 200 simulations against UCT with 10, half the games in each seat."""
+    result = arena.play(jax.random.key(4), ttt, uct200, agents.uct_bot(ttt, 10), 120)
+    low, _ = result.score_interval
+    assert result.games == 120
+    assert low > 0.6, arena.format_match(result)
+    assert result.elo > 100
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The perfect player
+
+
+@pytest.fixture(scope="module")
+def perfect(ttt):
+    return agents.perfect_bot(ttt)
+
+
+@pytest.mark.parametrize("opponent", ["random", "onestep"])
+def test_perfect_never_loses(ttt, perfect, opponent):
+    result = arena.play(jax.random.key(5), ttt, perfect, agents.make_bot(opponent, ttt), 400)
+    assert result.losses == 0
+    assert result.wins > 0
+
+
+def test_perfect_against_itself_draws_from_sound_openings(ttt, perfect):
+    result = arena.play(jax.random.key(6), ttt, perfect, perfect, 200, opening_moves=4, opening_agent=perfect.act)
+    assert result.draws == 200
+
+
+def test_perfect_analysis(ttt, perfect):
+    analysis = jax.jit(perfect.analyse)(jax.random.key(0), copies(ttt.from_ascii(TTT_BLOCK), 1))
+    assert int(analysis.action[0]) == 5
+    assert float(analysis.action_values[0, 1]) == -1.0  # b1 loses
+    assert np.isnan(analysis.action_values[0, 0])  # a1 is taken
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Specs
+
+
+def test_make_bot_specs(ttt):
+    assert agents.make_bot("random", ttt).name == "random"
+    assert agents.make_bot("onestep", ttt).name == "onestep"
+    assert agents.make_bot(" mcts:25 ", ttt).name == "mcts:25"
+    assert agents.game_of_spec("mcts:25") is None
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("mcts", "not a whole number"),
+        ("mcts:abc", "not a whole number"),
+        ("mcts:0", "not a whole number"),
+        ("bogus", "cannot read agent"),
+        ("greedy:", "no run directory"),
+        ("az:/no/such/run", "/no/such/run"),
+        ("/no/such/run", "cannot read agent"),
+    ],
+)
+def test_malformed_specs_give_one_line_errors(ttt, spec, message):
+    with pytest.raises(SpecError, match=message) as error:
+        agents.make_bot(spec, ttt)
+    assert "\n" not in str(error.value)
+
+
+def test_perfect_refuses_large_games(c4):
+    with pytest.raises(SpecError, match="small games such as tic_tac_toe") as error:
+        agents.make_bot("perfect", c4)
+    assert "\n" not in str(error.value)

@@ -1,0 +1,184 @@
+"""`azjax train` end to end on a TINY config: the run directory, resuming, `load_agent`, and argument errors.
+
+One 2-iteration run is trained per module; tests that change a run work on a copy of it. The training iteration
+is compiled once per session (see `persistent_compile_cache` in conftest.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+import shutil
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from azjax import checkpointing, cli, games
+from azjax import config as config_lib
+from azjax.agent import load_agent
+
+pytestmark = [
+    pytest.mark.usefixtures("persistent_compile_cache"),
+    pytest.mark.filterwarnings("ignore:Some donated buffers were not usable"),
+]
+
+
+def run_cli(argv: list[str]) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of `azjax ARGV`; argparse's SystemExit becomes the exit code."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = cli.main(argv)
+        except SystemExit as exit_:
+            code = exit_.code
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def tiny_args(tiny_overrides) -> list[str]:
+    """The TINY settings as command-line options (the number of iterations is left to each call)."""
+    args = []
+    for key, value in tiny_overrides.items():
+        if key != "num_iterations":
+            args += [f"--{key}", str(value)]
+    return args
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, tiny_args):
+    """(exit code, stdout, stderr, run directory) of `azjax train --iterations 2` with TINY settings."""
+    run_dir = tmp_path_factory.mktemp("cli") / "run"
+    code, out, err = run_cli(["train", "--out", str(run_dir), "--iterations", "2", "--no-progress", *tiny_args])
+    return code, out, err, run_dir
+
+
+def read_records(run_dir) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
+
+
+def test_train_exits_0_and_writes_the_run_directory(trained):
+    code, out, err, run_dir = trained
+    assert code == 0, err
+    for name in ("config.json", "metrics.jsonl", "learning_curves.png"):
+        assert (run_dir / name).is_file(), name
+    for name in ("checkpoints", "tensorboard"):
+        assert (run_dir / name).is_dir(), name
+    assert (run_dir / "learning_curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert any(p.name.startswith("events") for p in (run_dir / "tensorboard").rglob("*"))
+    assert str(run_dir) in out
+
+
+def test_run_directory_holds_the_config_metrics_and_last_checkpoint(trained, tiny_config):
+    _, _, _, run_dir = trained
+    assert checkpointing.read_config(run_dir) == tiny_config
+    records = read_records(run_dir)
+    assert [r["iteration"] for r in records] == [1, 2]
+    for record in records:
+        assert math.isfinite(record["loss"]) and record["positions_added"] > 0
+    assert checkpointing.latest_iteration(run_dir) == 2
+
+
+@pytest.fixture(scope="module")
+def agent(trained):
+    assert trained[0] == 0, trained[2]
+    return load_agent(trained[3])
+
+
+@pytest.fixture(scope="module")
+def positions():
+    """Tic-tac-toe positions [4] with 9, 7, 3 and 1 legal moves."""
+    game = games.make("tic_tac_toe")
+    boards = ["...\n...\n...", "X..\n.O.\n...", "XOX\nOXO\n...", "XOX\nXOO\nO.X"]
+    return jax.tree.map(lambda *leaves: jnp.stack(leaves), *[game.from_ascii(b) for b in boards])
+
+
+def test_loaded_agent_gives_policy_logits_and_values(agent, positions):
+    assert agent.game.name == "tic_tac_toe"
+    logits, value = agent.policy_value(positions)
+    assert logits.shape == (4, 9) and value.shape == (4,)
+    assert logits.dtype == jnp.float32 and value.dtype == jnp.float32
+    assert np.all(np.abs(np.asarray(value)) <= 1)
+    legal = np.asarray(positions.legal_action_mask)
+    assert np.all(np.asarray(logits)[legal] > np.asarray(logits)[~legal].max())  # illegal moves masked out
+
+
+@pytest.mark.parametrize("search", [True, False])
+def test_loaded_agent_plays_legal_moves(agent, positions, search):
+    legal = np.asarray(positions.legal_action_mask)
+    for seed in range(3):
+        actions = np.asarray(agent.act(jax.random.key(seed), positions, search=search))
+        assert actions.shape == (4,)
+        assert np.all(legal[np.arange(4), actions]), actions
+    assert int(agent.act(jax.random.key(0), positions, search=search)[3]) == 7  # the only legal move
+
+
+def test_train_again_on_the_same_out_resumes(trained, tiny_args, tmp_path):
+    run_dir = tmp_path / "run"
+    shutil.copytree(trained[3], run_dir)
+    code, out, err = run_cli(["train", "--out", str(run_dir), "--iterations", "3", "--no-progress", *tiny_args])
+    assert code == 0, err
+    assert "Resuming" in out
+    records = read_records(run_dir)
+    assert [r["iteration"] for r in records] == [1, 2, 3]  # one more record
+    assert checkpointing.latest_iteration(run_dir) == 3
+    assert checkpointing.read_config(run_dir).num_iterations == 3
+
+
+def test_resume_with_another_seed_is_refused(trained, tiny_args, tmp_path):
+    run_dir = tmp_path / "run"
+    shutil.copytree(trained[3], run_dir)
+    argv = ["train", "--out", str(run_dir), "--iterations", "3", "--no-progress", *tiny_args, "--seed", "1"]
+    code, _, err = run_cli(argv)
+    assert code == 2
+    assert "error" in err and str(run_dir) in err
+    assert [r["iteration"] for r in read_records(run_dir)] == [1, 2]
+    assert checkpointing.latest_iteration(run_dir) == 2
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--game", "chess"], "unknown game 'chess'"),
+        (["--search.num_simulations", "0"], "search.num_simulations"),
+        (["--network.num_blocks", "two"], "network.num_blocks"),
+        (["--train.replay_capacity", "8"], "train.replay_capacity"),
+        (["--seconds", "0"], "--seconds"),
+        (["--config", "no-such-config.json"], "no such file"),
+        (["--search.num_simulatoins", "4"], "unrecognized arguments: --search.num_simulatoins"),  # a typo
+        (["--preset", "tpu"], "invalid choice: 'tpu'"),
+        (["--iterations", "many"], "invalid int value: 'many'"),
+    ],
+)
+def test_bad_arguments_exit_2_with_a_message_and_write_nothing(tmp_path, tiny_args, extra, message):
+    run_dir = tmp_path / "run"
+    code, out, err = run_cli(["train", "--out", str(run_dir), "--no-progress", *tiny_args, *extra])
+    assert code == 2
+    assert message in err, err
+    assert "Traceback" not in err
+    assert not run_dir.exists()
+
+
+def test_help_mentions_every_config_field(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "120")
+    code, out, _ = run_cli(["train", "--help"])
+    assert code == 0
+    flat = " ".join(out.split())
+    for path, (_, _, help_text) in config_lib.field_paths().items():
+        if path == "game":
+            assert "--game" in out
+        elif path == "num_iterations":
+            assert "--iterations" in out and "num_iterations" in flat
+        else:
+            assert f"--{path}" in out, path
+            assert " ".join(help_text.split()) in flat, path
+
+
+def test_list_games(tmp_path):
+    code, out, _ = run_cli(["train", "--list-games", "--out", str(tmp_path / "run")])
+    assert code == 0
+    assert {"tic_tac_toe", "connect_four"} <= set(out.split())
+    assert not (tmp_path / "run").exists()

@@ -1,0 +1,267 @@
+"""The arena (seats, openings, counts), its statistics (Wilson intervals, Elo, the Bradley-Terry fit), evaluation
+during training, and `azjax eval`."""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from azjax import arena, checkpointing, cli, evaluation, games, trainer
+from azjax.arena import MatchResult
+
+
+@pytest.fixture(scope="module")
+def ttt():
+    return games.make("tic_tac_toe")
+
+
+def first_cell(key, states):
+    """Deterministic: the lowest legal action."""
+    del key
+    return jnp.argmax(states.legal_action_mask, axis=-1).astype(jnp.int32)
+
+
+def last_cell(key, states):
+    """Deterministic: the highest legal action."""
+    del key
+    num_actions = states.legal_action_mask.shape[-1]
+    return (num_actions - 1 - jnp.argmax(states.legal_action_mask[:, ::-1], axis=-1)).astype(jnp.int32)
+
+
+def run(game, agent_a, agent_b, num_games, opening_moves=0, seed=0):
+    fn = jax.jit(functools.partial(arena.run_games, game=game, agent_a=agent_a, agent_b=agent_b,
+                                   num_games=num_games, opening_moves=opening_moves))
+    return jax.device_get(fn(jax.random.key(seed)))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The arena
+
+
+def test_seats_alternate_and_results_are_counted(ttt):
+    # first_cell as X against last_cell: X a1, O c3, X b1, O b3, X c1 wins the top row (5 moves).
+    # last_cell as X against first_cell: X c3, O a1, X b3, O b1, X a3 wins the bottom row (5 moves).
+    games_ = run(ttt, first_cell, last_cell, 10)
+    np.testing.assert_array_equal(games_.seat, [0] * 5 + [1] * 5)
+    np.testing.assert_array_equal(games_.outcome, [1] * 5 + [-1] * 5)
+    np.testing.assert_array_equal(games_.length, 5)
+    result = arena.summarize(games_, "first", "last")
+    assert (result.wins, result.draws, result.losses, result.games) == (5, 0, 5, 10)
+    assert (result.wins_as_first, result.draws_as_first, result.losses_as_first) == (5, 0, 0)
+    assert result.score == 0.5 and result.elo == 0.0
+    assert result.mean_length == 5.0
+
+
+def test_same_agent_both_seats(ttt):
+    # first_cell against itself: X takes a1 b1? no: X a1, O b1, X c1, O a2, X b2, O c2, X a3 wins a diagonal.
+    games_ = run(ttt, first_cell, first_cell, 4)
+    np.testing.assert_array_equal(games_.outcome, [1, 1, -1, -1])  # player 0 always wins
+    np.testing.assert_array_equal(games_.length, 7)
+
+
+def test_openings_vary_deterministic_games_and_pairs_share_them(ttt):
+    games_ = run(ttt, first_cell, first_cell, 200, opening_moves=3, seed=1)
+    half = 100
+    # The same deterministic agent on both sides of the same opening plays the same game: A's result flips with
+    # its seat and the lengths agree, which shows that the two games of a pair start from one opening.
+    np.testing.assert_array_equal(games_.outcome[:half], -games_.outcome[half:])
+    np.testing.assert_array_equal(games_.length[:half], games_.length[half:])
+    assert len(set(games_.length.tolist())) > 2  # different openings, different games
+    assert set(games_.outcome.tolist()) >= {-1.0, 1.0}
+
+
+def test_play_opening(ttt):
+    states = jax.vmap(ttt.init)(jax.random.split(jax.random.key(0), 64))
+    num_moves = jnp.arange(64) % 3  # 0, 1 or 2 moves: none of them can end a game
+    opened = jax.jit(functools.partial(arena.play_opening, game=ttt, max_moves=2))(
+        jax.random.key(1), states=states, num_moves=num_moves
+    )
+    stones = np.sum(np.asarray(opened.board) != 0, axis=1)
+    np.testing.assert_array_equal(stones, np.asarray(num_moves))
+    assert not np.any(opened.terminated)
+    assert len({tuple(b) for b in np.asarray(opened.board)}) > 10
+
+
+def test_run_games_needs_an_even_number(ttt):
+    with pytest.raises(ValueError, match="even"):
+        arena.run_games(jax.random.key(0), ttt, first_cell, first_cell, 3)
+
+
+def test_legacy_helpers_still_work(ttt):
+    result = evaluation.head_to_head(jax.random.key(0), ttt, evaluation.random_agent, evaluation.random_agent, 20)
+    assert result["games"] == 40 and result["wins"] + result["draws"] + result["losses"] == 40
+    outcome = evaluation.play_match(jax.random.key(1), ttt, first_cell, last_cell, 3)
+    np.testing.assert_array_equal(outcome, [[1.0, -1.0]] * 3)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Statistics, checked against values computed by hand
+
+
+def test_wilson_interval():
+    # 8 of 10: the textbook Wilson interval is [0.490, 0.943].
+    low, high = arena.wilson_interval(0.8, 10)
+    assert low == pytest.approx(0.49016, abs=1e-5) and high == pytest.approx(0.94332, abs=1e-5)
+    # The bounds are the roots of (p - x)^2 = z^2 x (1 - x) / n.
+    z, n, p = arena.Z_95, 100, 0.5
+    for x in arena.wilson_interval(p, n):
+        assert (p - x) ** 2 == pytest.approx(z * z * x * (1 - x) / n)
+    assert arena.wilson_interval(1.0, 1000)[1] == 1.0
+    assert arena.wilson_interval(1.0, 1000)[0] == pytest.approx(0.99617, abs=1e-5)
+
+
+def test_elo_from_score():
+    assert arena.elo_from_score(0.5) == 0.0
+    assert arena.elo_from_score(0.75) == pytest.approx(400 * math.log10(3))  # 190.85
+    assert arena.elo_from_score(0.25) == pytest.approx(-400 * math.log10(3))
+    assert arena.elo_from_score(1.0) == math.inf and arena.elo_from_score(0.0) == -math.inf
+    assert arena.expected_score(400 * math.log10(3)) == pytest.approx(0.75)
+
+
+def test_match_result_statistics():
+    # 60 wins, 20 draws, 20 losses: score (60 + 10) / 100 = 0.7, Elo -400 log10(1/0.7 - 1) = 147.19.
+    result = MatchResult("a", "b", 60, 20, 20, 35, 10, 5, 7.0)
+    assert result.games == 100 and result.score == pytest.approx(0.7)
+    assert result.elo == pytest.approx(147.19, abs=0.01)
+    low, high = result.score_interval
+    assert (low, high) == pytest.approx(arena.wilson_interval(0.7, 100))
+    assert result.elo_interval == pytest.approx((arena.elo_from_score(low), arena.elo_from_score(high)))
+    line = arena.format_match(result)
+    assert "60" in line and "0.700" in line and "+147" in line and "35/10/5" in line and "25/10/15" in line
+
+
+def test_fit_elo_two_players_by_hand():
+    # 75 points of 100: the maximum-likelihood gap is 400 log10(3); its standard error is
+    # 1 / sqrt(n p (1 - p)) / (ln 10 / 400) = 40.12.
+    fit = arena.fit_elo(np.array([[0, 75], [25, 0]]), np.array([[0, 100], [100, 0]]), anchor=1)
+    np.testing.assert_allclose(fit.ratings, [400 * math.log10(3), 0.0])
+    scale = math.log(10) / 400
+    assert fit.standard_errors[0] == pytest.approx(1 / math.sqrt(100 * 0.75 * 0.25) / scale)
+    assert fit.standard_errors[1] == 0.0
+
+
+def test_fit_elo_recovers_known_ratings():
+    true = np.array([0.0, 150.0, 400.0, -120.0, 800.0])
+    games_ = np.full((5, 5), 1000.0)
+    np.fill_diagonal(games_, 0)
+    expected = games_ * arena.expected_score(true[:, None] - true[None, :])
+    fit = arena.fit_elo(expected, games_)  # exact expected results: the fit is the truth
+    np.testing.assert_allclose(fit.ratings, true, atol=1e-6)
+    # Sampled results (wins and losses drawn from the model): within three standard errors.
+    rng = np.random.default_rng(0)
+    wins = np.zeros_like(games_)
+    for i in range(5):
+        for j in range(i + 1, 5):
+            wins[i, j] = rng.binomial(1000, arena.expected_score(true[i] - true[j]))
+            wins[j, i] = 1000 - wins[i, j]
+    fit = arena.fit_elo(wins, games_)
+    assert np.all(np.abs(fit.ratings - true) <= 3 * fit.standard_errors + 1e-9)
+    assert fit.ratings[0] == 0.0
+
+
+def test_fit_elo_unbeaten_agents():
+    scores = np.array([[0, 5, 10], [5, 0, 10], [0, 0, 0]])  # agent 2 lost every game
+    games_ = np.array([[0, 10, 10], [10, 0, 10], [10, 10, 0]])
+    fit = arena.fit_elo(scores, games_)
+    assert fit.ratings[2] == -math.inf and fit.ratings[1] == pytest.approx(0.0)
+    with_prior = arena.fit_elo(scores, games_, prior_draws=1.0)
+    assert np.all(np.isfinite(with_prior.ratings)) and with_prior.ratings[2] < -200
+
+
+def test_score_matrices_and_table():
+    matches = [MatchResult("random", "x", 10, 0, 30, 5, 0, 15, 6.0), MatchResult("x", "y", 20, 20, 0, 10, 10, 0, 7.0),
+               MatchResult("random", "y", 0, 0, 40, 0, 0, 20, 5.0)]
+    scores, games_ = arena.score_matrices(["random", "x", "y"], matches)
+    np.testing.assert_array_equal(scores, [[0, 10, 0], [30, 0, 30], [40, 10, 0]])
+    np.testing.assert_array_equal(games_, [[0, 40, 40], [40, 0, 40], [40, 40, 0]])
+    table = arena.RoundRobin(["random", "x", "y"], matches, arena.fit_elo(scores, games_, prior_draws=1.0))
+    text = arena.format_table(table)
+    assert "random = 0" in text and "anchor" in text
+    rows = text.splitlines()[-3:]
+    assert [row.split()[1] for row in rows] == ["x", "y", "random"]  # best first
+    assert json.loads(json.dumps(table.to_dict()))["anchor"] == "random"
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Evaluation during training, and `azjax eval`
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory, tiny_config):
+    """A TINY tic-tac-toe run of 2 iterations that evaluates after each one."""
+    path = tmp_path_factory.mktemp("eval_run")
+    evaluator = evaluation.make_evaluator(tiny_config, opponents=("random",), num_games=4)
+    trainer.train(tiny_config, path, eval_every=1, evaluator=evaluator, progress=False, log=lambda _: None)
+    return path
+
+
+def test_training_logs_evaluations(run_dir):
+    records = checkpointing.read_metrics(run_dir)
+    assert [r["iteration"] for r in records] == [1, 2]
+    for record in records:
+        for name in ("eval/random", "eval/score", "eval/optimal_move_rate"):
+            assert 0.0 <= record[name] <= 1.0, name
+        assert record["eval/score"] == record["eval/random"]  # the mean over the opponents
+        assert record["eval_seconds"] > 0
+    assert (run_dir / "learning_curves.png").is_file()
+
+
+def test_default_opponents():
+    assert evaluation.default_opponents("tic_tac_toe") == ("random", "onestep", "mcts:100", "perfect")
+    assert evaluation.default_opponents("connect_four") == ("random", "onestep", "mcts:100")
+
+
+def test_cli_eval_prints_the_table(capsys, tmp_path):
+    path = tmp_path / "results.json"
+    assert cli.main(["eval", "random", "onestep", "perfect", "--games", "20", "--opening-moves", "2",
+                     "--json", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "tic_tac_toe: 3 agents, 20 games per pairing (10 in each seat)" in out
+    assert "Elo (Bradley-Terry maximum likelihood, random = 0" in out
+    elo_rows = out.split("Elo (Bradley-Terry")[1].splitlines()[2:5]
+    assert [row.split()[1] for row in elo_rows][-1] == "random"
+    data = json.loads(path.read_text())
+    assert data["game"] == "tic_tac_toe" and len(data["matches"]) == 3 and data["elo"]["random"]["elo"] == 0.0
+    perfect_vs_random = next(m for m in data["matches"] if {m["name_a"], m["name_b"]} == {"random", "perfect"})
+    assert perfect_vs_random["losses" if perfect_vs_random["name_a"] == "perfect" else "wins"] == 0
+
+
+def test_cli_eval_trained_agents(capsys, run_dir):
+    # The game comes from the run directory.
+    assert cli.main(["eval", f"az:{run_dir}:4", f"greedy:{run_dir}", "--games", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "tic_tac_toe: 2 agents" in out and f"greedy:{run_dir}" in out and f"az:{run_dir}:4" in out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["eval", "random"], "at least two agents"),
+        (["eval", "random", "mcts:x"], "not a whole number"),
+        (["eval", "random", "nonsense"], "cannot read agent 'nonsense'"),
+        (["eval", "random", "onestep", "--games", "7"], "--games must be even"),
+        (["eval", "random", "onestep", "--game", "chess"], "unknown game 'chess'"),
+    ],
+)
+def test_cli_eval_errors(capsys, argv, message):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1 and err.startswith("azjax eval: error:")
+
+
+@pytest.mark.slow
+def test_default_evaluator(tiny_config):
+    """The default evaluator (random, onestep, mcts:100 and perfect) on an untrained network."""
+    from azjax.training import init_run_state
+
+    variables = init_run_state(tiny_config).train_state.variables
+    results = evaluation.make_evaluator(tiny_config, num_games=8)(jax.random.key(0), variables)
+    assert set(results) == {"eval/random", "eval/onestep", "eval/mcts100", "eval/perfect", "eval/score",
+                            "eval/optimal_move_rate"}
+    assert results["eval/perfect"] <= 0.5

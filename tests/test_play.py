@@ -1,0 +1,172 @@
+"""`azjax play`: a person against an agent in the terminal, driven here by scripted input."""
+
+from __future__ import annotations
+
+import builtins
+import itertools
+import random
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from azjax import agents, checkpointing, cli, games, play
+from azjax.agents import Analysis
+from azjax.training import init_run_state
+
+
+class Script:
+    """Scripted input: returns the lines in order, then raises EOFError; records the prompts."""
+
+    def __init__(self, lines):
+        self.lines = iter(lines)
+        self.prompts: list[str] = []
+
+    def __call__(self, prompt: str) -> str:
+        self.prompts.append(prompt)
+        try:
+            return next(self.lines)
+        except StopIteration:
+            raise EOFError from None
+
+
+@pytest.fixture(scope="module")
+def ttt():
+    return games.make("tic_tac_toe")
+
+
+@pytest.fixture(scope="module")
+def onestep(ttt):
+    return agents.onestep_bot(ttt)
+
+
+def run(game, bot, lines, **kwargs):
+    script, shown = Script(lines), []
+    record = play.play_game(game, bot, input_fn=script, output_fn=shown.append, **kwargs)
+    return record, "\n".join(shown), script
+
+
+def test_malformed_and_illegal_moves_then_quit(ttt, onestep):
+    # The person (X) takes b2; the agent answers; then a malformed move, an occupied cell, help, and quit.
+    record, out, script = run(ttt, onestep, ["b2", "zz", "b2", "help", "quit", "a1"])
+    assert record.outcome is None and record.moves[0] == "b2" and len(record.moves) == 2
+    assert "Not a move: cannot read 'zz' as a move" in out
+    assert "b2 is not legal here. Legal moves:" in out
+    assert out.count("Legal moves:") == 2
+    assert "You quit the game." in out
+    assert len(script.prompts) == 5  # "a1" after quit is never read
+    assert "  a b c\n1 . . ." in out  # the board with its coordinates
+
+
+def test_end_of_input_quits_cleanly(ttt, onestep):
+    record, out, _ = run(ttt, onestep, [])
+    assert record.outcome is None and record.moves == [] and "You quit the game." in out
+
+
+@pytest.mark.parametrize("human_player", [0, 1])
+def test_full_game_to_the_end(ttt, onestep, human_player):
+    # The person tries every cell in turn; occupied ones are refused and the next is tried.
+    cells = [f"{c}{r}" for r in "123" for c in "abc"]
+    record, out, _ = run(ttt, onestep, itertools.cycle(cells), human_player=human_player)
+    assert record.outcome in (-1.0, 0.0, 1.0)
+    assert bool(record.final_state.terminated)
+    assert out.splitlines()[-1] in ("You win!", "The agent wins.", "Draw.")
+    assert len(record.moves) == int(np.sum(np.asarray(record.final_state.board) != 0))
+    assert "onestep plays" in out
+    agent_first = out.index("onestep plays") < out.index("O to move")
+    assert agent_first == (human_player == 1)
+    assert ("moving second" if human_player else "moving first") in out.splitlines()[0]
+
+
+class Person:
+    """Asks for 'help', then plays a random one of the legal moves it lists."""
+
+    def __init__(self, seed: int):
+        self.rng = random.Random(seed)
+        self.shown: list[str] = []
+
+    def input(self, prompt: str) -> str:
+        last = self.shown[-1] if self.shown else ""
+        if last.startswith("Legal moves: "):
+            return self.rng.choice(last.removeprefix("Legal moves: ").split(" ('quit'")[0].split())
+        return "help"
+
+    def output(self, text: str) -> None:
+        self.shown.append(text)
+
+
+@pytest.mark.parametrize("name", games.names())
+def test_every_registered_game(name):
+    game = games.make(name)
+    person = Person(seed=0)
+    record = play.play_game(game, agents.random_bot(), key=jax.random.key(1), input_fn=person.input,
+                            output_fn=person.output)
+    out = "\n".join(person.shown)
+    assert record.outcome in (-1.0, 0.0, 1.0) and bool(record.final_state.terminated)
+    assert "random plays" in out and "its value of the position: no estimate" in out
+    assert "Not a move" not in out and "not legal here" not in out
+
+
+def test_describe_move(ttt):
+    analysis = Analysis(
+        action=jnp.array([4]),
+        policy=jnp.array([[0.1, 0, 0, 0, 0.6, 0, 0, 0, 0.3]]),
+        value=jnp.array([0.25]),
+        action_values=jnp.array([[0.5, jnp.nan, jnp.nan, jnp.nan, 0.25, jnp.nan, jnp.nan, jnp.nan, jnp.nan]]),
+    )
+    text = play.describe_move(ttt, "az", analysis)
+    assert text.splitlines() == [
+        "az plays b2.",
+        "  its value of the position: +0.25 (+1 it wins, -1 it loses)",
+        "  top moves: b2 60% (value +0.25), c3 30%, a1 10% (value +0.50)",
+    ]
+    assert play.describe_move(ttt, "az", analysis, show_analysis=False) == "az plays b2."
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The command
+
+
+@pytest.fixture(scope="module")
+def untrained_run(tmp_path_factory, tiny_config):
+    """A run directory holding an untrained TINY network (no training needed to test loading and playing)."""
+    path = tmp_path_factory.mktemp("untrained")
+    checkpointing.write_config(path, tiny_config)
+    run_state = jax.jit(init_run_state, static_argnums=0)(tiny_config)  # one compile beats many eager ops
+    checkpointing.CheckpointManager(path).save(run_state.replace(iteration=jnp.int32(1)), tiny_config)
+    return path
+
+
+def scripted_input(monkeypatch, lines):
+    script = Script(lines)
+    monkeypatch.setattr(builtins, "input", script)
+    return script
+
+
+def test_cli_play_against_a_network(monkeypatch, capsys, untrained_run):
+    cells = [f"{c}{r}" for r in "123" for c in "abc"]
+    scripted_input(monkeypatch, itertools.cycle(cells))
+    assert cli.main(["play", f"greedy:{untrained_run}", "--first", "agent", "--seed", "3"]) == 0
+    out = capsys.readouterr().out
+    assert f"greedy:{untrained_run} plays" in out and "top moves:" in out and "Moves: " in out
+    assert any(line in out for line in ("You win!", "The agent wins.", "Draw."))
+
+
+def test_cli_play_quits_cleanly(monkeypatch, capsys):
+    scripted_input(monkeypatch, ["b7", "quit"])
+    assert cli.main(["play", "perfect", "--seed", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "row 7 is off the board" in out and "You quit the game." in out
+
+
+def test_cli_play_connect_four(monkeypatch, capsys):
+    scripted_input(monkeypatch, ["x", "9", "d", "quit"])
+    assert cli.main(["play", "onestep", "--game", "connect_four", "--seed", "0"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("Not a move:") == 2 and "onestep plays" in out and "1 . . . X" in out
+
+
+def test_cli_play_bad_agent(capsys):
+    assert cli.main(["play", "mcts:-3"]) == 2
+    assert "not a whole number" in capsys.readouterr().err

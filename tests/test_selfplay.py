@@ -133,8 +133,8 @@ def reference_value_targets(terminated, rewards, current_player):
 
 RUNS = {
     "no_resign_with_openings": {"opening_moves": 3, "resign_threshold": None},
-    "resign_disabled": {"resign_threshold": 0.99, "resign_disabled_fraction": 1.0},
-    "resign_all": {"resign_threshold": 0.99, "resign_disabled_fraction": 0.0},
+    "resign_disabled": {"opening_moves": 0, "resign_threshold": 0.99, "resign_disabled_fraction": 1.0},
+    "resign_all": {"opening_moves": 0, "resign_threshold": 0.99, "resign_disabled_fraction": 0.0},
 }
 
 

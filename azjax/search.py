@@ -90,29 +90,25 @@ def make_search_fn(
     def search(variables: dict, key: jax.Array, states: State, move_number: jax.Array) -> SearchOutput:
         logits, value = evaluate_states(apply_fn, variables, game, states)
         root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states)
-        invalid_actions = ~states.legal_action_mask
+        common = dict(
+            params=variables,
+            rng_key=key,
+            root=root,
+            recurrent_fn=recurrent_fn,
+            num_simulations=config.num_simulations,
+            invalid_actions=~states.legal_action_mask,
+            max_depth=game.max_length,
+        )
         if config.policy == "gumbel":
             output = mctx.gumbel_muzero_policy(
-                variables,
-                key,
-                root,
-                recurrent_fn,
-                num_simulations=config.num_simulations,
-                invalid_actions=invalid_actions,
-                max_depth=game.max_length,
+                **common,
                 max_num_considered_actions=config.max_num_considered_actions,
                 gumbel_scale=config.gumbel_scale,
             )
             action = output.action
         else:
             output = mctx.muzero_policy(
-                variables,
-                key,
-                root,
-                recurrent_fn,
-                num_simulations=config.num_simulations,
-                invalid_actions=invalid_actions,
-                max_depth=game.max_length,
+                **common,
                 dirichlet_fraction=config.dirichlet_fraction,
                 dirichlet_alpha=config.dirichlet_alpha,
                 pb_c_init=config.pb_c_init,

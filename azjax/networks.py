@@ -6,9 +6,17 @@ move*. Observations of rank 1 ([B, D], e.g. from a pgx game with a flat observat
 
 Batch normalisation statistics live in the "batch_stats" collection: pass `train=True` (and
 `mutable=["batch_stats"]`) when fitting, `train=False` in self-play and evaluation.
+
+On the CPU the convolutions differentiate through `conv_with_matmul_grad`: XLA:CPU runs the gradient of a
+convolution 10-15x slower inside a loop body (the `lax.scan` of SGD steps) than outside one
+(https://github.com/jax-ml/jax/issues/12868), and that made the SGD steps ~90% of a CPU iteration. GPUs and TPUs
+keep XLA's own gradient.
 """
 
 from __future__ import annotations
+
+import functools
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -16,19 +24,104 @@ from flax import linen as nn
 
 from azjax.config import NetworkConfig
 
+_NHWC = ("NHWC", "HWIO", "NHWC")
+
+
+def _conv_nhwc(x: jax.Array, kernel: jax.Array, padding: tuple[tuple[int, int], ...]) -> jax.Array:
+    return jax.lax.conv_general_dilated(x, kernel, (1, 1), padding, dimension_numbers=_NHWC)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(2,))
+def _conv_matmul_vjp(x: jax.Array, kernel: jax.Array, padding: tuple[tuple[int, int], ...]) -> jax.Array:
+    return _conv_nhwc(x, kernel, padding)
+
+
+def _conv_matmul_vjp_fwd(x, kernel, padding):
+    return _conv_nhwc(x, kernel, padding), (x, kernel)
+
+
+def _conv_matmul_vjp_bwd(padding, residuals, grad_out):
+    x, kernel = residuals
+    kh, kw = kernel.shape[:2]
+    out_h, out_w = grad_out.shape[1:3]
+    # Input gradient: a plain forward convolution of the output gradient with the flipped kernel (fast in loops).
+    flipped = jnp.flip(kernel, (0, 1)).swapaxes(2, 3)
+    (top, bottom), (left, right) = padding
+    grad_x = _conv_nhwc(grad_out, flipped, ((kh - 1 - top, kh - 1 - bottom), (kw - 1 - left, kw - 1 - right)))
+    # Kernel gradient: one matmul of the input patches (im2col) with the output gradient.
+    padded = jnp.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)))
+    patches = jnp.stack([padded[:, i : i + out_h, j : j + out_w] for i in range(kh) for j in range(kw)], axis=3)
+    grad_kernel = jnp.einsum("bhwpc,bhwo->pco", patches, grad_out).reshape(kernel.shape)
+    return grad_x.astype(x.dtype), grad_kernel.astype(kernel.dtype)
+
+
+_conv_matmul_vjp.defvjp(_conv_matmul_vjp_fwd, _conv_matmul_vjp_bwd)
+
+
+def conv_with_matmul_grad(
+    lhs: jax.Array,
+    rhs: jax.Array,
+    window_strides,
+    padding,
+    lhs_dilation=None,
+    rhs_dilation=None,
+    dimension_numbers=None,
+    feature_group_count: int = 1,
+    **kwargs,
+) -> jax.Array:
+    """`lax.conv_general_dilated` whose gradient on the CPU avoids XLA:CPU's slow in-loop convolution gradients.
+
+    A drop-in for `nn.Conv(conv_general_dilated=...)`. The forward pass is XLA's convolution everywhere. On the
+    CPU, for the convolutions this network uses (NHWC, stride 1, no dilation, one feature group), the input
+    gradient is computed as a forward convolution with the flipped kernel and the kernel gradient as one matmul
+    of im2col patches; values match XLA's gradient to float rounding. Other backends and other convolutions
+    are passed to `lax.conv_general_dilated` unchanged.
+    """
+    plain = functools.partial(
+        jax.lax.conv_general_dilated,
+        window_strides=window_strides,
+        padding=padding,
+        lhs_dilation=lhs_dilation,
+        rhs_dilation=rhs_dilation,
+        dimension_numbers=dimension_numbers,
+        feature_group_count=feature_group_count,
+        **kwargs,
+    )
+    simple = (
+        lhs.ndim == 4
+        and tuple(window_strides) == (1, 1)
+        and all(d in (None, 1) or tuple(d) == (1, 1) for d in (lhs_dilation, rhs_dilation))
+        and feature_group_count == 1
+        and jax.lax.conv_dimension_numbers(lhs.shape, rhs.shape, dimension_numbers)
+        == jax.lax.conv_dimension_numbers(lhs.shape, rhs.shape, _NHWC)
+    )
+    if not simple:
+        return plain(lhs, rhs)
+    if isinstance(padding, str):
+        padding = jax.lax.padtype_to_pads(lhs.shape[1:3], rhs.shape[:2], (1, 1), padding)
+    padding = tuple((int(lo), int(hi)) for lo, hi in padding)
+    return jax.lax.platform_dependent(
+        lhs, rhs, cpu=lambda x, k: _conv_matmul_vjp(x, k, padding), default=plain
+    )
+
+
+ConvFn = Callable[..., jax.Array]  # the signature of `lax.conv_general_dilated`
+
 
 class ResidualBlock(nn.Module):
     """Two 3x3 convolutions with batch norm and a skip connection."""
 
     num_channels: int
     dtype: jnp.dtype = jnp.float32
+    conv_fn: ConvFn = conv_with_matmul_grad
 
     @nn.compact
     def __call__(self, x: jax.Array, train: bool) -> jax.Array:
+        conv = functools.partial(nn.Conv, use_bias=False, dtype=self.dtype, conv_general_dilated=self.conv_fn)
         norm = lambda: nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=self.dtype)  # noqa: E731
-        y = nn.Conv(self.num_channels, (3, 3), use_bias=False, dtype=self.dtype)(x)
+        y = conv(self.num_channels, (3, 3))(x)
         y = nn.relu(norm()(y))
-        y = nn.Conv(self.num_channels, (3, 3), use_bias=False, dtype=self.dtype)(y)
+        y = conv(self.num_channels, (3, 3))(y)
         y = norm()(y)
         return nn.relu(x + y)
 
@@ -41,23 +134,25 @@ class AlphaZeroNetwork(nn.Module):
     num_channels: int = 32
     value_hidden: int = 64
     dtype: jnp.dtype = jnp.float32  # computation dtype; parameters stay float32
+    conv_fn: ConvFn = conv_with_matmul_grad  # jax.lax.conv_general_dilated gives XLA's own gradient everywhere
 
     @nn.compact
     def __call__(self, observation: jax.Array, train: bool = False) -> tuple[jax.Array, jax.Array]:
+        conv = functools.partial(nn.Conv, use_bias=False, dtype=self.dtype, conv_general_dilated=self.conv_fn)
         x = observation.astype(self.dtype)
         if x.ndim == 2:
             x = x[:, None, None, :]
         norm = lambda: nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=self.dtype)  # noqa: E731
-        x = nn.Conv(self.num_channels, (3, 3), use_bias=False, dtype=self.dtype)(x)
+        x = conv(self.num_channels, (3, 3))(x)
         x = nn.relu(norm()(x))
         for _ in range(self.num_blocks):
-            x = ResidualBlock(self.num_channels, self.dtype)(x, train)
+            x = ResidualBlock(self.num_channels, self.dtype, self.conv_fn)(x, train)
 
-        policy = nn.Conv(2, (1, 1), use_bias=False, dtype=self.dtype)(x)
+        policy = conv(2, (1, 1))(x)
         policy = nn.relu(norm()(policy)).reshape(x.shape[0], -1)
         logits = nn.Dense(self.num_actions, dtype=self.dtype)(policy)
 
-        value = nn.Conv(1, (1, 1), use_bias=False, dtype=self.dtype)(x)
+        value = conv(1, (1, 1))(x)
         value = nn.relu(norm()(value)).reshape(x.shape[0], -1)
         value = nn.relu(nn.Dense(self.value_hidden, dtype=self.dtype)(value))
         value = jnp.tanh(nn.Dense(1, dtype=self.dtype)(value))[:, 0]

@@ -15,7 +15,7 @@ import pytest
 
 from azjax import games
 from azjax.config import NetworkConfig
-from azjax.networks import init_variables, make_network
+from azjax.networks import conv_with_matmul_grad, init_variables, make_network
 
 TINY = NetworkConfig(num_blocks=1, num_channels=8, value_hidden=8)
 TINY_BF16 = dataclasses.replace(TINY, compute_dtype="bfloat16")
@@ -144,3 +144,36 @@ def test_flat_observations_are_accepted():
     variables = jax.tree.map(lambda s: jnp.full(s.shape, 0.1, s.dtype), shapes)
     logits, value = jax.jit(network.apply)(variables, jnp.ones((3, 10)))
     assert logits.shape == (3, 4) and value.shape == (3,)
+
+
+@pytest.mark.parametrize(
+    "x_shape, kernel_shape, padding",
+    [
+        ((4, 6, 7, 5), (3, 3, 5, 8), "SAME"),  # the residual blocks' convolution
+        ((4, 6, 7, 5), (1, 1, 5, 2), "VALID"),  # the heads' 1x1 convolutions
+        ((3, 1, 1, 9), (3, 3, 9, 4), "SAME"),  # flat observations seen as a 1x1 board
+        ((2, 5, 5, 3), (3, 3, 3, 4), ((2, 0), (1, 1))),  # uneven explicit padding
+    ],
+)
+def test_conv_with_matmul_grad_matches_xla_value_and_gradient(x_shape, kernel_shape, padding):
+    x = jax.random.normal(jax.random.key(0), x_shape)
+    kernel = jax.random.normal(jax.random.key(1), kernel_shape)
+    numbers = jax.lax.conv_dimension_numbers(x_shape, kernel_shape, ("NHWC", "HWIO", "NHWC"))
+
+    def loss(conv, x, kernel):
+        return jnp.sum(jnp.sin(conv(x, kernel, (1, 1), padding, dimension_numbers=numbers)))
+
+    ours = jax.value_and_grad(functools.partial(loss, conv_with_matmul_grad), (0, 1))(x, kernel)
+    xla = jax.value_and_grad(functools.partial(loss, jax.lax.conv_general_dilated), (0, 1))(x, kernel)
+    np.testing.assert_allclose(ours[0], xla[0], rtol=1e-5)
+    for got, want in zip(ours[1], xla[1], strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_conv_with_matmul_grad_passes_other_convolutions_to_xla():
+    x = jax.random.normal(jax.random.key(0), (2, 8, 8, 3))
+    kernel = jax.random.normal(jax.random.key(1), (3, 3, 3, 4))
+    numbers = jax.lax.conv_dimension_numbers(x.shape, kernel.shape, ("NHWC", "HWIO", "NHWC"))
+    strided = functools.partial(conv_with_matmul_grad, window_strides=(2, 2), padding="SAME", dimension_numbers=numbers)
+    want = jax.lax.conv_general_dilated(x, kernel, (2, 2), "SAME", dimension_numbers=numbers)
+    np.testing.assert_allclose(strided(x, kernel), want, rtol=1e-5)

@@ -1,0 +1,128 @@
+"""Training benchmark: one training iteration and its SGD steps, with azjax's convolution gradient and XLA's own.
+
+XLA:CPU runs the gradient of a convolution 10-15x slower inside a loop body than outside one
+(https://github.com/jax-ml/jax/issues/12868), and a training iteration runs its SGD steps in a `lax.scan`.
+azjax's network therefore differentiates its convolutions with `azjax.networks.conv_with_matmul_grad` on the
+CPU. This script times, side by side in one run, for a game's preset:
+
+* `sgd`: the iteration's `lax.scan` of `train.num_sgd_steps` SGD steps (replay sampling with symmetries, loss,
+  gradient, Adam), reported as ms per SGD step and positions/s (batch_size per step);
+* `iteration`: the whole jitted training iteration (self-play with search, value targets, replay insert, SGD),
+  reported in seconds;
+
+for azjax's network (`conv_fn=conv_with_matmul_grad`) and the same network with XLA's gradient
+(`conv_fn=jax.lax.conv_general_dilated`), the same variables and the same keys. Compilation happens once per
+implementation before timing and is reported apart. Timed calls alternate between the two implementations; the
+table shows the median of `--repeats` calls.
+
+    python experiments/bench_train.py                                 # Connect Four and tic-tac-toe CPU presets
+    python experiments/bench_train.py --games connect_four --set network.num_channels=64 --repeats 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import json
+import pathlib
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+import jax
+
+from azjax import config as config_lib, training
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from bench_games import machine_info  # noqa: E402
+
+
+def _timed(fn: Callable, args: tuple, repeats: int) -> tuple[float, list[float]]:
+    """Compile seconds and the wall-clock seconds of each of `repeats` calls of the jitted `fn(*args)`."""
+    start = time.perf_counter()
+    compiled = jax.jit(fn).lower(*args).compile()
+    compile_s = time.perf_counter() - start
+    jax.block_until_ready(compiled(*args))  # first call: allocations
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(compiled(*args))
+        times.append(time.perf_counter() - start)
+    return compile_s, times
+
+
+def _sgd_steps(train_state, buffer, key, *, parts: training.Components, config: config_lib.Config):
+    """The iteration's SGD scan, as `make_train_iteration` runs it (replay sampling included)."""
+    from azjax import replay
+
+    def body(state, step_key):
+        batch = replay.sample(step_key, buffer, config.train.batch_size, parts.game, augment=config.train.augment)
+        return training.train_step(state, batch, network=parts.network, optimizer=parts.optimizer, config=config.train)
+
+    return jax.lax.scan(body, train_state, jax.random.split(key, config.train.num_sgd_steps))
+
+
+def bench_game(config: config_lib.Config, repeats: int) -> list[dict]:
+    """Rows for azjax's and XLA's convolution gradient on `config`'s game and preset."""
+    ours = training.make_components(config)
+    xla = dataclasses.replace(ours, network=ours.network.clone(conv_fn=jax.lax.conv_general_dilated))
+    run_state = training.init_run_state(config)
+    # Fill the replay buffer with one iteration's positions, so that sampling reads real data.
+    run_state, _ = jax.jit(functools.partial(training._train_iteration, parts=ours, config=config, mesh=None))(
+        run_state
+    )
+    rows = []
+    for label, parts in (("azjax", ours), ("xla-grad", xla)):
+        sgd = functools.partial(_sgd_steps, parts=parts, config=config)
+        sgd_compile, sgd_times = _timed(sgd, (run_state.train_state, run_state.replay, jax.random.key(1)), repeats)
+        iteration = functools.partial(training._train_iteration, parts=parts, config=config, mesh=None)
+        it_compile, it_times = _timed(iteration, (run_state,), repeats)
+        step_s = statistics.median(sgd_times) / config.train.num_sgd_steps
+        rows.append({
+            "game": config.game,
+            "conv_gradient": label,
+            "sgd_ms_per_step": round(step_s * 1000, 2),
+            "sgd_positions_per_s": round(config.train.batch_size / step_s),
+            "iteration_s": round(statistics.median(it_times), 3),
+            "compile_s": round(sgd_compile + it_compile, 1),
+            "sgd_times_s": sgd_times,
+            "iteration_times_s": it_times,
+        })
+    return rows
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--games", nargs="+", default=["connect_four", "tic_tac_toe"], help="games (CPU presets)")
+    parser.add_argument("--preset", default="cpu", choices=["cpu", "gpu"])
+    parser.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE", help="config overrides")
+    parser.add_argument("--repeats", type=int, default=3, help="timed calls per implementation")
+    parser.add_argument("--json", type=pathlib.Path, help="also write the results here")
+    args = parser.parse_args(argv)
+
+    results = {"machine": machine_info(), "rows": []}
+    print(json.dumps(results["machine"]))
+    header = f"{'game':14s} {'conv gradient':14s} {'sgd ms/step':>11s} {'sgd pos/s':>10s} {'iteration s':>11s} {'compile s':>9s}"
+    print(header)
+    for game in args.games:
+        config = config_lib.with_overrides(
+            config_lib.get_config(game, args.preset), dict(item.split("=", 1) for item in args.set)
+        )
+        rows = bench_game(config, args.repeats)
+        for row in rows:
+            print(
+                f"{row['game']:14s} {row['conv_gradient']:14s} {row['sgd_ms_per_step']:11.2f} "
+                f"{row['sgd_positions_per_s']:10d} {row['iteration_s']:11.3f} {row['compile_s']:9.1f}"
+            )
+        ours, xla = rows
+        print(f"{game}: iteration {xla['iteration_s'] / ours['iteration_s']:.2f}x faster with azjax's gradient")
+        results["rows"].extend(rows)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return results
+
+
+if __name__ == "__main__":
+    main()

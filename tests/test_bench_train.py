@@ -1,0 +1,32 @@
+"""Smoke test of experiments/bench_train.py: both convolution gradients run and report positive figures
+(timings never asserted)."""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+import sys
+
+_SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "experiments" / "bench_train.py"
+_TINY = [
+    "--games", "tic_tac_toe", "--repeats", "1", "--set", "network.num_blocks=1", "network.num_channels=4",
+    "network.value_hidden=4", "search.num_simulations=2", "selfplay.num_games=4", "selfplay.num_steps=2",
+    "train.batch_size=8", "train.num_sgd_steps=2", "train.replay_capacity=64",
+]
+
+
+def test_reports_both_convolution_gradients(capsys):
+    spec = importlib.util.spec_from_file_location("bench_train", _SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+        results = module.main(_TINY)
+    finally:
+        sys.modules.pop(spec.name, None)
+    rows = results["rows"]
+    assert [row["conv_gradient"] for row in rows] == ["azjax", "xla-grad"]
+    for row in rows:
+        assert row["game"] == "tic_tac_toe"
+        assert row["sgd_ms_per_step"] > 0 and row["iteration_s"] > 0 and len(row["iteration_times_s"]) == 1
+    assert "faster with azjax's gradient" in capsys.readouterr().out

@@ -38,6 +38,15 @@ def _add_config_options(parser: argparse.ArgumentParser) -> None:
         )
 
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows an option's default unless it is None or its help already says what the default is."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or "default" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of `azjax` and its subcommands."""
     parser = argparse.ArgumentParser(prog="azjax", description="AlphaZero in functional JAX.")
@@ -48,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="train an agent by self-play",
         description="Train an AlphaZero agent by self-play. With no arguments: tic-tac-toe, small CPU preset, "
         "stopping by itself after the preset's iterations. Every config field can be overridden below.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_HelpFormatter,
     )
     train.add_argument("--game", help="the game to train (see --list-games; default: tic_tac_toe, or the run's "
                        "when --out holds one)")
@@ -67,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--eval-every", type=int, default=10, help="every N iterations the agent plays fixed "
                        "baselines (random, onestep, mcts:100; perfect for tic-tac-toe); scores go into "
                        "metrics.jsonl as eval/...; 0 = never")
+    train.add_argument("--devices", type=int, help="split the games and the SGD batch over this many devices "
+                       "(default: all jax sees, as many as divide both; on a CPU, one device per core); 1 = no "
+                       "split, which is faster for tiny networks")
     train.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
     train.add_argument("--list-games", action="store_true", help="list the registered games and exit")
     _add_config_options(train)
@@ -264,6 +276,8 @@ def _config_from_args(args: argparse.Namespace):
 def _train(args: argparse.Namespace) -> int:
     from azjax import checkpointing, config as config_lib, games, trainer
 
+    trainer.expose_cpu_cores(args.devices)  # before jax starts its backend
+
     if args.list_games:
         print("\n".join(games.names()))
         return 0
@@ -295,6 +309,7 @@ def _train(args: argparse.Namespace) -> int:
             best_metric=args.best_metric,
             eval_every=args.eval_every,
             progress=not args.no_progress,
+            num_devices=args.devices,
         )
     except trainer.NonFiniteError as error:
         print(f"azjax train: error: {error}", file=sys.stderr)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import signal
 import threading
 import time
@@ -23,8 +24,15 @@ from pathlib import Path
 import jax
 
 from azjax import checkpointing, evaluation
-from azjax.config import Config
-from azjax.training import RunState, init_run_state, make_train_iteration
+from azjax.config import Config, ConfigError
+from azjax.training import (
+    RunState,
+    check_divisible,
+    init_run_state,
+    make_mesh,
+    make_train_iteration,
+    shard_run_state,
+)
 
 
 @dataclasses.dataclass
@@ -59,6 +67,7 @@ def train(
     eval_every: int = 0,
     evaluator: Callable[[jax.Array, dict], dict[str, float]] | None = None,
     progress: bool = True,
+    num_devices: int | None = None,
     log: Callable[[str], None] = print,
 ) -> TrainResult:
     """Trains until `config.num_iterations` iterations in total, or `max_seconds` of this session, are spent.
@@ -77,12 +86,21 @@ def train(
     perfect player) returns "eval/..." scores, which go into that iteration's record (and so the metrics log,
     TensorBoard, the plot and the choice of the best checkpoint), with "eval_seconds".
 
+    Data parallelism: the games and the SGD batch are split over `num_devices` of `jax.devices()` (None: as many
+    as there are, reduced to the largest count that divides both `selfplay.num_games` and `train.batch_size`); the
+    network is replicated and XLA adds the gradient all-reduce. On a CPU, jax shows one device unless
+    XLA_FLAGS=--xla_force_host_platform_device_count=N is set before jax starts (`azjax train` sets it to the
+    number of cores). The device count changes float rounding, not the algorithm: a resumed run reproduces an
+    uninterrupted one bitwise when both use the same count.
+
     Raises:
       NonFiniteError: an iteration's loss, another metric or the parameters were NaN or infinite; nothing of that
         iteration or later is saved.
       checkpointing.CheckpointError: `run_dir` holds an incompatible or damaged checkpoint.
+      ConfigError: `num_devices` is more than there are, or does not divide the games and the SGD batch.
     """
     config.validate()
+    devices = choose_devices(config, num_devices)
     run_dir = Path(run_dir)
     checkpoints = checkpointing.CheckpointManager(run_dir, keep=keep_checkpoints, best_metric=best_metric)
     resumed_from = _check_run_dir(run_dir, config, checkpoints, log)
@@ -93,13 +111,17 @@ def train(
         else:
             run_state = init_run_state(config)
         start_iteration = int(run_state.iteration)
+        mesh = make_mesh(devices) if len(devices) > 1 else None
+        if mesh is not None:
+            run_state = shard_run_state(run_state, mesh)
+            log(f"Data parallel over {len(devices)} devices ({devices[0].platform}).")
         checkpointing.write_config(run_dir, config)
         checkpointing.truncate_metrics(run_dir, start_iteration)  # iterations after the checkpoint are redone
         if start_iteration >= config.num_iterations:
             log(f"{run_dir} has already trained {start_iteration} iterations; pass more --iterations to go on.")
             return TrainResult(run_state, [], resumed_from, "iterations", checkpoints.latest_step())
 
-        iteration_fn = jax.jit(make_train_iteration(config), donate_argnums=0)
+        iteration_fn = jax.jit(make_train_iteration(config, mesh=mesh), donate_argnums=0)
         positions_per_iteration = config.selfplay.num_games * config.selfplay.num_steps
         history: list[dict] = []
         writer = _tensorboard_writer(run_dir, purge_step=start_iteration + 1)
@@ -147,6 +169,50 @@ def train(
             checkpoints.save(run_state, config, history[-1] if history else None)
     _plot(run_dir)
     return TrainResult(run_state, history, resumed_from, stop_reason, checkpoints.latest_step())
+
+
+def expose_cpu_cores(num_devices: int | None = None) -> None:
+    """Lets jax show the CPU as one device per core (or `num_devices`), so that `train` can split its batch over
+    them; XLA otherwise gives a CPU one device. Call it before anything runs on jax: it sets XLA_FLAGS, which jax
+    reads when it starts its backend (importing jax does not start it). A device count the user already set in
+    XLA_FLAGS wins. GPUs and TPUs are unaffected."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "xla_force_host_platform_device_count" in flags or _backend_started():
+        return  # the user's choice wins; once jax has started, the flag would only leak into child processes
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    count = num_devices or cores
+    if count > 1:
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={count}".strip()
+
+
+def _backend_started() -> bool:
+    try:
+        from jax._src import xla_bridge  # private, so guarded: jax has no public way to ask
+
+        return bool(xla_bridge.backends_are_initialized())
+    except (ImportError, AttributeError):
+        return False
+
+
+def choose_devices(config: Config, num_devices: int | None = None) -> list[jax.Device]:
+    """The devices a run uses: `num_devices` of `jax.devices()`, or (None) as many as divide the batches evenly.
+
+    Raises:
+      ConfigError: `num_devices` is < 1, more than there are, or does not divide `selfplay.num_games` and
+        `train.batch_size`.
+    """
+    available = jax.devices()
+    if num_devices is None:
+        batches = (config.selfplay.num_games, config.train.batch_size)
+        num_devices = max(n for n in range(1, len(available) + 1) if all(v % n == 0 for v in batches))
+        return available[:num_devices]
+    if num_devices < 1 or num_devices > len(available):
+        raise ConfigError(
+            f"devices: asked for {num_devices}, but jax sees {len(available)} ({available[0].platform}); on a CPU, "
+            f"set XLA_FLAGS=--xla_force_host_platform_device_count={num_devices} before starting"
+        )
+    check_divisible(config, num_devices)
+    return available[:num_devices]
 
 
 def _check_run_dir(
@@ -254,7 +320,9 @@ def _evaluate(
     and the seconds they took, also logged as one line."""
     tick = time.perf_counter()
     key = jax.random.fold_in(jax.random.fold_in(jax.random.key(config.seed), 0xE7A1), iteration)
-    results = evaluator(key, run_state.train_state.variables)
+    # One device's copy: the evaluator's games are not split over a run's devices.
+    variables = jax.device_put(run_state.train_state.variables, jax.devices()[0])
+    results = evaluator(key, variables)
     seconds = time.perf_counter() - tick
     shown = ", ".join(f"{name.removeprefix('eval/')} {value:.3f}" for name, value in results.items())
     log(f"iteration {iteration} evaluation: {shown} ({seconds:.1f} s)")

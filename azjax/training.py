@@ -166,11 +166,10 @@ def make_mesh(devices: list | None = None) -> Mesh:
     return Mesh(jax.devices() if devices is None else devices, (DATA_AXIS,))
 
 
-def check_divisible(config: Config, mesh: Mesh) -> None:
-    """Raises ConfigError unless the game batch and the SGD batch split evenly over the mesh's devices."""
+def check_divisible(config: Config, count: int) -> None:
+    """Raises ConfigError unless the game batch and the SGD batch split evenly over `count` devices."""
     from azjax.config import ConfigError
 
-    count = mesh.size
     for name, value in (("selfplay.num_games", config.selfplay.num_games), ("train.batch_size", config.train.batch_size)):
         if value % count:
             raise ConfigError(f"{name} ({value}) must be a multiple of the number of devices ({count})")
@@ -196,7 +195,7 @@ def make_train_iteration(
     """
     parts = make_components(config)
     if mesh is not None:
-        check_divisible(config, mesh)
+        check_divisible(config, mesh.size)
     return functools.partial(_train_iteration, parts=parts, config=config, mesh=mesh)
 
 

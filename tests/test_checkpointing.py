@@ -319,7 +319,7 @@ def test_sigterm_finishes_the_iteration_saves_and_exits_0(compile_cache, tmp_pat
     (tmp_path / "tiny.json").write_text(config_lib.to_json(config))
     run_dir = tmp_path / "run"
     command = [sys.executable, "-m", "azjax.cli", "train", "--config", str(tmp_path / "tiny.json"), "--out",
-               str(run_dir), "--no-progress", "--checkpoint-every", "100000", "--eval-every", "0"]
+               str(run_dir), "--no-progress", "--checkpoint-every", "100000", "--eval-every", "0", "--devices", "1"]
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=subprocess_env(compile_cache), text=True
     )

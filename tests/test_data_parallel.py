@@ -1,0 +1,120 @@
+"""Data parallelism: the games and the SGD batch split over several devices (two CPU devices here).
+
+jax fixes its device count when it starts, and this test process has one CPU device, so the runs on two devices
+happen in one subprocess started with XLA_FLAGS=--xla_force_host_platform_device_count=2. It trains the TINY
+config for one iteration on one device and on two from the same seed, then resumes the two-device run on one
+device; the test compares what it reports. Device choice and its errors are tested in-process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+import pytest
+
+from azjax import trainer
+from azjax.config import ConfigError
+
+_SCRIPT = textwrap.dedent(
+    """
+    import dataclasses, json, sys
+    import jax, numpy as np
+    from azjax import config as config_lib, trainer
+
+    overrides, root = json.loads(sys.argv[1]), sys.argv[2]
+    config = config_lib.with_overrides(config_lib.get_config("tic_tac_toe", "cpu"), {**overrides, "num_iterations": 1})
+    quiet = lambda _: None
+    one = trainer.train(config, root + "/one", num_devices=1, progress=False, log=quiet)
+    logs = []
+    two = trainer.train(config, root + "/two", num_devices=2, progress=False, log=logs.append)
+    games = two.run_state.selfplay.current_player  # [B], one entry per game
+    longer = dataclasses.replace(config, num_iterations=2)
+    resumed = trainer.train(longer, root + "/two", num_devices=1, progress=False, log=quiet)
+    diff = max(float(np.max(np.abs(a - b))) for a, b in zip(
+        jax.tree.leaves(one.run_state.train_state.params), jax.tree.leaves(two.run_state.train_state.params)))
+    print(json.dumps({
+        "devices": len(jax.devices()),
+        "logs": logs,
+        "game_devices": sorted(str(d) for d in games.sharding.device_set),
+        "game_shard_shapes": [list(s.data.shape) for s in games.addressable_shards],
+        "one": one.history[0],
+        "two": two.history[0],
+        "param_max_abs_diff": diff,
+        "resumed_iterations": [r["iteration"] for r in resumed.history],
+        "resumed_from": resumed.resumed_from,
+    }))
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def two_device_runs(tiny_overrides, tmp_path_factory):
+    root = tmp_path_factory.mktemp("data_parallel")
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
+    done = subprocess.run(
+        [sys.executable, "-c", _SCRIPT, json.dumps(tiny_overrides), str(root)],
+        capture_output=True, text=True, env=env, timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_games_are_split_evenly_over_two_devices(two_device_runs, tiny_overrides):
+    assert two_device_runs["devices"] == 2
+    assert any("Data parallel over 2 devices" in line for line in two_device_runs["logs"])
+    assert len(two_device_runs["game_devices"]) == 2
+    half = tiny_overrides["selfplay.num_games"] // 2
+    assert two_device_runs["game_shard_shapes"] == [[half], [half]]
+
+
+def test_two_devices_compute_the_same_iteration_as_one(two_device_runs):
+    one, two = two_device_runs["one"], two_device_runs["two"]
+    # The same games from the same keys and network: self-play statistics agree exactly...
+    for name in ("games_finished", "positions_added", "game_length", "player0_win_rate", "draw_rate"):
+        assert one[name] == two[name], name
+    # ...and the SGD steps up to the rounding of the cross-device reductions.
+    for name in ("loss", "policy_loss", "value_loss", "grad_norm"):
+        assert two[name] == pytest.approx(one[name], rel=1e-4), name
+    assert two_device_runs["param_max_abs_diff"] < 1e-4
+
+
+def test_a_two_device_run_resumes_on_one_device(two_device_runs):
+    assert two_device_runs["resumed_from"] == 1
+    assert two_device_runs["resumed_iterations"] == [2]
+
+
+def test_devices_default_to_all_that_divide_the_batches(tiny_config):
+    assert trainer.choose_devices(tiny_config) == jax.devices()[:1]  # this process sees one CPU device
+    assert trainer.choose_devices(tiny_config, 1) == jax.devices()[:1]
+
+
+def test_asking_for_more_devices_than_there_are_names_the_flag(tiny_config):
+    with pytest.raises(ConfigError, match="xla_force_host_platform_device_count=4"):
+        trainer.choose_devices(tiny_config, 4)
+    with pytest.raises(ConfigError, match="asked for 0"):
+        trainer.choose_devices(tiny_config, 0)
+
+
+def test_expose_cpu_cores_sets_the_device_count_unless_the_user_did(monkeypatch):
+    monkeypatch.setattr(trainer, "_backend_started", lambda: False)  # this process's jax has long started
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_some_flag=1")
+    trainer.expose_cpu_cores(3)
+    assert os.environ["XLA_FLAGS"] == "--xla_cpu_some_flag=1 --xla_force_host_platform_device_count=3"
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=5")
+    trainer.expose_cpu_cores(3)
+    assert os.environ["XLA_FLAGS"] == "--xla_force_host_platform_device_count=5"
+    monkeypatch.delenv("XLA_FLAGS")
+    trainer.expose_cpu_cores(1)  # one device is what jax gives anyway
+    assert "XLA_FLAGS" not in os.environ
+
+
+def test_expose_cpu_cores_leaves_the_environment_alone_once_jax_started(monkeypatch):
+    jax.devices()  # starts the backend, if nothing did yet
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    trainer.expose_cpu_cores(2)
+    assert "XLA_FLAGS" not in os.environ

@@ -32,7 +32,7 @@ _SCRIPT = textwrap.dedent(
     one = trainer.train(config, root + "/one", num_devices=1, progress=False, log=quiet)
     logs = []
     two = trainer.train(config, root + "/two", num_devices=2, progress=False, log=logs.append)
-    games = two.run_state.selfplay.current_player  # [B], one entry per game
+    games = two.run_state.selfplay.move_number  # [B], one entry per game
     longer = dataclasses.replace(config, num_iterations=2)
     resumed = trainer.train(longer, root + "/two", num_devices=1, progress=False, log=quiet)
     diff = max(float(np.max(np.abs(a - b))) for a, b in zip(

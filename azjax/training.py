@@ -231,15 +231,9 @@ def _train_iteration(
     )
     buffer = replay.add(run_state.replay, positions, flat(value_mask))
 
-    def sgd_body(train_state: TrainState, key: jax.Array) -> tuple[TrainState, dict]:
-        batch = replay.sample(key, buffer, config.train.batch_size, game, augment=config.train.augment)
-        batch = _split_batch(batch, mesh)
-        return train_step(
-            train_state, batch, network=parts.network, optimizer=parts.optimizer, config=config.train
-        )
-
-    sgd_keys = jax.random.split(sgd_key, config.train.num_sgd_steps)
-    train_state, sgd_metrics = jax.lax.scan(sgd_body, run_state.train_state, sgd_keys)
+    train_state, sgd_metrics = run_sgd_steps(
+        sgd_key, run_state.train_state, buffer, parts=parts, config=config, mesh=mesh
+    )
 
     metrics = {name: jnp.mean(values) for name, values in sgd_metrics.items()}
     metrics.update(_selfplay_metrics(trajectory, value_mask))
@@ -253,6 +247,29 @@ def _train_iteration(
         iteration=run_state.iteration + 1,
     )
     return new_state, metrics
+
+
+def run_sgd_steps(
+    key: jax.Array,
+    train_state: TrainState,
+    buffer: replay.ReplayBuffer,
+    *,
+    parts: Components,
+    config: Config,
+    mesh: Mesh | None = None,
+) -> tuple[TrainState, dict]:
+    """An iteration's `train.num_sgd_steps` SGD steps, a `lax.scan` over batches sampled from `buffer`.
+
+    Returns the new train state and the per-step metrics ([num_sgd_steps] each).
+    """
+
+    def sgd_body(state: TrainState, step_key: jax.Array) -> tuple[TrainState, dict]:
+        batch = replay.sample(step_key, buffer, config.train.batch_size, parts.game, augment=config.train.augment)
+        return train_step(
+            state, _split_batch(batch, mesh), network=parts.network, optimizer=parts.optimizer, config=config.train
+        )
+
+    return jax.lax.scan(sgd_body, train_state, jax.random.split(key, config.train.num_sgd_steps))
 
 
 def _selfplay_metrics(trajectory: selfplay.Trajectory, value_mask: jax.Array) -> dict:

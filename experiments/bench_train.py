@@ -53,17 +53,6 @@ def _timed(fn: Callable, args: tuple, repeats: int) -> tuple[float, list[float]]
     return compile_s, times
 
 
-def _sgd_steps(train_state, buffer, key, *, parts: training.Components, config: config_lib.Config):
-    """The iteration's SGD scan, as `make_train_iteration` runs it (replay sampling included)."""
-    from azjax import replay
-
-    def body(state, step_key):
-        batch = replay.sample(step_key, buffer, config.train.batch_size, parts.game, augment=config.train.augment)
-        return training.train_step(state, batch, network=parts.network, optimizer=parts.optimizer, config=config.train)
-
-    return jax.lax.scan(body, train_state, jax.random.split(key, config.train.num_sgd_steps))
-
-
 def bench_game(config: config_lib.Config, repeats: int) -> list[dict]:
     """Rows for azjax's and XLA's convolution gradient on `config`'s game and preset."""
     ours = training.make_components(config)
@@ -75,8 +64,8 @@ def bench_game(config: config_lib.Config, repeats: int) -> list[dict]:
     )
     rows = []
     for label, parts in (("azjax", ours), ("xla-grad", xla)):
-        sgd = functools.partial(_sgd_steps, parts=parts, config=config)
-        sgd_compile, sgd_times = _timed(sgd, (run_state.train_state, run_state.replay, jax.random.key(1)), repeats)
+        sgd = functools.partial(training.run_sgd_steps, parts=parts, config=config)
+        sgd_compile, sgd_times = _timed(sgd, (jax.random.key(1), run_state.train_state, run_state.replay), repeats)
         iteration = functools.partial(training._train_iteration, parts=parts, config=config, mesh=None)
         it_compile, it_times = _timed(iteration, (run_state,), repeats)
         step_s = statistics.median(sgd_times) / config.train.num_sgd_steps

@@ -14,7 +14,6 @@ and Brandub >= 90% after a few minutes.
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import shutil
 import time
@@ -58,7 +57,7 @@ def main(argv: list[str] | None = None) -> dict:
             key, final.game, final.act, evaluation.random_agent, args.games
         ),
         "vs_first_checkpoint": evaluation.head_to_head(
-            key, final.game, final.act, functools.partial(first.act), args.games
+            key, final.game, final.act, first.act, args.games
         ),
     }
     for match in ("vs_random", "vs_first_checkpoint"):

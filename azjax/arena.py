@@ -32,9 +32,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
+from jax.sharding import Mesh, PartitionSpec
 
 from azjax.agents import Bot, random_analysis
 from azjax.games import Game, State
+from azjax.parallel import DATA_AXIS
 
 AgentFn = Callable[[jax.Array, State], jax.Array]  # (key, states [B]) -> actions [B] int32
 
@@ -102,10 +104,16 @@ def run_games(
     *,
     opening_moves: int = 0,
     opening_agent: AgentFn = random_agent,
+    mesh: Mesh | None = None,
 ) -> Games:
     """Plays `num_games` (even) games in parallel, A as player 0 in the first half and player 1 in the second;
     game i and game i + num_games / 2 (a pair) start from the same opening. Pure and un-jitted (jit it, or call
     `play`). The loop ends when every game has.
+
+    With a `mesh` (e.g. `azjax.parallel.mesh_for(num_games // 2)`), each of its D devices plays num_games / D
+    of the games (an even number), all alike but with its own random keys, and nothing passes between the devices
+    until the results are joined (games from device d fill block d of each output). The results then differ from
+    a one-device run's by chance alone, and a device never waits on another's slowest game or search.
 
     Each agent is asked for moves on a batch of num_games / 2 states, one per pair: a game of the pair where it
     is to move if there is one (else any state of the pair, whose move is ignored, so each agent must accept any
@@ -116,6 +124,10 @@ def run_games(
     if num_games < 2 or num_games % 2:
         raise ValueError(f"num_games must be even and >= 2 (half with each seat), got {num_games}")
     half = num_games // 2
+    if mesh is not None:
+        if half % mesh.size:
+            raise ValueError(f"num_games / 2 ({half}) must be a multiple of the mesh's {mesh.size} devices")
+        return _on_each_device(key, game, agent_a, agent_b, num_games // mesh.size, opening_moves, opening_agent, mesh)
     init_key, count_key, opening_key, play_key = jax.random.split(key, 4)
     states = jax.vmap(game.init)(jax.random.split(init_key, half))
     opened = jnp.zeros(half, jnp.int32)
@@ -160,9 +172,34 @@ def run_games(
     return Games(outcome=outcome, seat=seat, length=played.length)
 
 
-@functools.partial(jax.jit, static_argnums=(1, 2, 3, 4, 5, 6))
-def _run_games_jit(key, game, agent_a, agent_b, num_games, opening_moves, opening_agent):
-    return run_games(key, game, agent_a, agent_b, num_games, opening_moves=opening_moves, opening_agent=opening_agent)
+def _on_each_device(
+    key: jax.Array,
+    game: Game,
+    agent_a: AgentFn,
+    agent_b: AgentFn,
+    games_per_device: int,
+    opening_moves: int,
+    opening_agent: AgentFn,
+    mesh: Mesh,
+) -> Games:
+    """`run_games` on every device of `mesh` independently (`shard_map`), `games_per_device` games each."""
+
+    def local(key: jax.Array) -> Games:
+        key = jax.random.fold_in(key, jax.lax.axis_index(DATA_AXIS))
+        return run_games(key, game, agent_a, agent_b, games_per_device, opening_moves=opening_moves,
+                         opening_agent=opening_agent)
+
+    # check_vma=False: games and agents are written for one device and need not mark what varies across devices.
+    return jax.shard_map(
+        local, mesh=mesh, in_specs=PartitionSpec(), out_specs=PartitionSpec(DATA_AXIS), check_vma=False
+    )(key)
+
+
+@functools.partial(jax.jit, static_argnums=(1, 2, 3, 4, 5, 6, 7))
+def _run_games_jit(key, game, agent_a, agent_b, num_games, opening_moves, opening_agent, mesh):
+    return run_games(
+        key, game, agent_a, agent_b, num_games, opening_moves=opening_moves, opening_agent=opening_agent, mesh=mesh
+    )
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -272,9 +309,11 @@ def play(
     *,
     opening_moves: int = 0,
     opening_agent: AgentFn = random_agent,
+    mesh: Mesh | None = None,
 ) -> MatchResult:
-    """`bot_a` against `bot_b`: `num_games` games (even; half in each seat), compiled once per pair of bots."""
-    games = _run_games_jit(key, game, bot_a.act, bot_b.act, num_games, opening_moves, opening_agent)
+    """`bot_a` against `bot_b`: `num_games` games (even; half in each seat), compiled once per pair of bots;
+    with a `mesh`, split over its devices (see `run_games`)."""
+    games = _run_games_jit(key, game, bot_a.act, bot_b.act, num_games, opening_moves, opening_agent, mesh)
     return summarize(games, bot_a.name, bot_b.name)
 
 
@@ -430,6 +469,7 @@ def round_robin(
     opening_agent: AgentFn = random_agent,
     prior_draws: float = 1.0,
     on_match: Callable[[MatchResult], None] | None = None,
+    mesh: Mesh | None = None,
 ) -> RoundRobin:
     """Every pair of `bots` plays `num_games` games; then a Bradley-Terry Elo fit, anchored at the first bot
     named "random" (else the first bot). `prior_draws` (one virtual draw per pairing by default) keeps an
@@ -442,7 +482,7 @@ def round_robin(
     pairs = [(i, j) for i in range(len(bots)) for j in range(i + 1, len(bots))]
     for pair_key, (i, j) in zip(pair_keys, pairs, strict=False):
         match = play(pair_key, game, bots[i], bots[j], num_games, opening_moves=opening_moves,
-                     opening_agent=opening_agent)
+                     opening_agent=opening_agent, mesh=mesh)
         matches.append(match)
         if on_match is not None:
             on_match(match)

@@ -128,6 +128,9 @@ def _add_eval_and_play(commands) -> None:
                           "opening moves, so that deterministic agents do not replay one game (default: 0)")
     evaluate.add_argument("--opening-agent", default="random", metavar="AGENT", help="who plays the opening "
                           "moves: random (the default), or e.g. perfect for openings that never decide the game")
+    evaluate.add_argument("--devices", type=int, help="split the games over this many devices, each playing its "
+                          "share on its own (default: as many as divide --games / 2; on a CPU, azjax makes each "
+                          "core a device)")
     evaluate.add_argument("--seed", type=int, default=0, help="the random seed (default: 0)")
     evaluate.add_argument("--json", type=Path, metavar="PATH", help="also write the results as JSON")
 
@@ -167,9 +170,10 @@ def _game_for(specs: list[str], requested: str | None):
 
 
 def _eval(args: argparse.Namespace) -> int:
-    import jax
+    from azjax import agents, arena, parallel
 
-    from azjax import agents, arena
+    parallel.expose_cpu_cores(args.devices)  # before jax starts its backend
+    import jax
 
     if len(args.agents) < 2:
         raise agents.SpecError("give at least two agents to play each other")
@@ -177,6 +181,11 @@ def _eval(args: argparse.Namespace) -> int:
         raise agents.SpecError(f"--games must be even and >= 2 (half in each seat), got {args.games}")
     if args.opening_moves < 0 or (args.simulations is not None and args.simulations < 1):
         raise agents.SpecError("--opening-moves must be >= 0 and --simulations >= 1")
+    try:
+        devices = parallel.choose_devices(args.devices, {"--games / 2": args.games // 2})
+    except ValueError as error:
+        raise agents.SpecError(str(error)) from None
+    mesh = parallel.make_mesh(devices) if len(devices) > 1 else None
     game = _game_for(args.agents, args.game)
     perfect = None  # solved once, shared by every use of "perfect"
     bots = []
@@ -197,9 +206,10 @@ def _eval(args: argparse.Namespace) -> int:
     opening_text = (
         f", openings of 0-{args.opening_moves} moves by {opening.name}" if args.opening_moves else ", no openings"
     )
+    on_devices = f", on {len(devices)} {devices[0].platform} devices" if mesh is not None else ""
     print(
         f"{game.name}: {len(bots)} agents, {args.games} games per pairing ({args.games // 2} in each seat)"
-        f"{opening_text}.",
+        f"{opening_text}{on_devices}.",
         flush=True,
     )
     width = max(12, *(len(bot.name) for bot in bots))
@@ -212,6 +222,7 @@ def _eval(args: argparse.Namespace) -> int:
         opening_moves=args.opening_moves,
         opening_agent=opening.act,
         on_match=lambda match: print(arena.format_match(match, width), flush=True),
+        mesh=mesh,
     )
     anchor = table.names[table.elo.anchor]
     print(f"\nElo (Bradley-Terry maximum likelihood, {anchor} = 0, one virtual draw per pairing):")
@@ -274,9 +285,9 @@ def _config_from_args(args: argparse.Namespace):
 
 
 def _train(args: argparse.Namespace) -> int:
-    from azjax import checkpointing, config as config_lib, games, trainer
+    from azjax import checkpointing, config as config_lib, games, parallel, trainer
 
-    trainer.expose_cpu_cores(args.devices)  # before jax starts its backend
+    parallel.expose_cpu_cores(args.devices)  # before jax starts its backend
 
     if args.list_games:
         print("\n".join(games.names()))

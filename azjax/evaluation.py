@@ -15,7 +15,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from azjax import agents as agents_lib, arena, games, solver as solver_lib
+from jax.sharding import Mesh
+
+from azjax import agents as agents_lib, arena, games, parallel, solver as solver_lib
 from azjax.agent import make_agent
 from azjax.arena import random_agent
 from azjax.config import Config
@@ -30,45 +32,9 @@ __all__ = [
     "default_opponents",
     "head_to_head",
     "make_evaluator",
-    "play_match",
     "random_agent",
-    "score",
     "solver_report",
 ]
-
-
-def play_match(key: jax.Array, game: Game, first: AgentFn, second: AgentFn, num_games: int) -> jax.Array:
-    """Plays `num_games` games in parallel, `first` as player 0 (moving first) and `second` as player 1.
-
-    Returns:
-      float32 [num_games, 2]: each game's final rewards per player id (+1 win, -1 loss, 0 draw).
-    """
-    return _play_match(key, game, first, second, num_games)
-
-
-@functools.partial(jax.jit, static_argnums=(1, 2, 3, 4))
-def _play_match(key, game, first, second, num_games):
-    init_key, play_key = jax.random.split(key)
-    states = jax.vmap(game.init)(jax.random.split(init_key, num_games))
-
-    def body(carry, step_key):
-        states, outcome = carry
-        key0, key1 = jax.random.split(step_key)
-        actions = jnp.where(states.current_player == 0, first(key0, states), second(key1, states))
-        # Finished games are absorbing; their (ignored) move is any action.
-        actions = jnp.where(states.terminated, 0, actions)
-        states = jax.vmap(game.step)(states, actions)
-        return (states, outcome + states.rewards), None
-
-    outcome = jnp.zeros((num_games, 2), jnp.float32)
-    (_, outcome), _ = jax.lax.scan(body, (states, outcome), jax.random.split(play_key, game.max_length))
-    return outcome
-
-
-def score(outcome: jax.Array, player: int) -> dict[str, float]:
-    """Wins, draws and losses of `player` (a player id) over the games of `play_match`."""
-    rewards = np.asarray(outcome)[:, player]
-    return {"wins": int(np.sum(rewards > 0)), "draws": int(np.sum(rewards == 0)), "losses": int(np.sum(rewards < 0))}
 
 
 def solver_report(
@@ -79,6 +45,7 @@ def solver_report(
     greedy: AgentFn,
     searcher: AgentFn,
     num_games: int = 1000,
+    mesh: Mesh | None = None,
 ) -> dict[str, float]:
     """How close an agent is to perfect play, judged by an exact solution of the game.
 
@@ -88,40 +55,41 @@ def solver_report(
       greedy: the agent without search (e.g. the network's top move).
       searcher: the agent with search.
       num_games: games against the perfect player in each seat.
+      mesh: split the games over its devices (`arena.run_games`).
     Returns:
       greedy_accuracy / search_accuracy: the share of reachable non-terminal positions where the agent's move
         keeps the best outcome the position allows; losses_as_first / losses_as_second: games the searching
         agent lost to the perfect player as player 0 / player 1, with draws_* likewise.
     """
-    perfect = solver_lib.perfect_agent(solution)
-    first_key, second_key = jax.random.split(key)
     report = {
         "greedy_accuracy": solver_lib.policy_accuracy(solution, lambda s: greedy(key, s)),
         "search_accuracy": solver_lib.policy_accuracy(solution, lambda s: searcher(key, s)),
     }
-    as_first = score(play_match(first_key, game, searcher, perfect, num_games), player=0)
-    as_second = score(play_match(second_key, game, perfect, searcher, num_games), player=1)
-    report.update(
-        losses_as_first=as_first["losses"],
-        draws_as_first=as_first["draws"],
-        losses_as_second=as_second["losses"],
-        draws_as_second=as_second["draws"],
-    )
+    match = head_to_head(key, game, searcher, solver_lib.perfect_agent(solution), num_games, mesh=mesh)
+    for seat in ("first", "second"):
+        report[f"losses_as_{seat}"] = match[f"as_{seat}"]["losses"]
+        report[f"draws_as_{seat}"] = match[f"as_{seat}"]["draws"]
     return report
 
 
-def head_to_head(key: jax.Array, game: Game, agent: AgentFn, opponent: AgentFn, num_games: int) -> dict:
-    """`agent` against `opponent`, `num_games` games with each seat; wins/draws/losses from `agent`'s side.
+def head_to_head(
+    key: jax.Array, game: Game, agent: AgentFn, opponent: AgentFn, num_games: int, *, mesh: Mesh | None = None
+) -> dict:
+    """`agent` against `opponent`, `num_games` games with each seat (`arena.run_games`, compiled once per pair of
+    agents; with a `mesh`, split over its devices); wins/draws/losses from `agent`'s side.
 
-    Returns the counts, `score` (wins + draws / 2 over all games) and the same per seat.
+    Returns the counts, `games`, `score` (wins + draws / 2 over all games) and the counts per seat ("as_first":
+    `agent` moved first, "as_second").
     """
-    first_key, second_key = jax.random.split(key)
-    as_first = score(play_match(first_key, game, agent, opponent, num_games), player=0)
-    as_second = score(play_match(second_key, game, opponent, agent, num_games), player=1)
-    total = {k: as_first[k] + as_second[k] for k in as_first}
-    result = dict(total, games=2 * num_games, score=(total["wins"] + total["draws"] / 2) / (2 * num_games))
-    result["as_first"], result["as_second"] = as_first, as_second
-    return result
+    match = arena.summarize(
+        arena._run_games_jit(key, game, agent, opponent, 2 * num_games, 0, arena.random_agent, mesh)
+    )
+    as_first = {"wins": match.wins_as_first, "draws": match.draws_as_first, "losses": match.losses_as_first}
+    as_second = {name: getattr(match, name) - count for name, count in as_first.items()}
+    return dict(
+        wins=match.wins, draws=match.draws, losses=match.losses, games=match.games, score=match.score,
+        as_first=as_first, as_second=as_second,
+    )
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -142,6 +110,7 @@ def make_evaluator(
     opponents: Sequence[str] | None = None,
     num_games: int = 64,
     num_simulations: int | None = None,
+    mesh: Mesh | None = None,
 ) -> Evaluator:
     """Builds `evaluate(key, variables) -> {"eval/<opponent>": score, ...}` for a run's network.
 
@@ -157,12 +126,16 @@ def make_evaluator(
       opponents: agent specs without run directories (default: `default_opponents(config.game)`).
       num_games: games against each opponent (even).
       num_simulations: the agent's simulations per move (default: the run's).
+      mesh: split the games over these devices (as many of them as divide num_games / 2; see
+        `arena.run_games`), the variables replicated on each. Default: one device.
     """
     game = games.make(config.game)
     specs = tuple(opponents) if opponents is not None else default_opponents(config.game)
     solution = solver_lib.solve(game) if "perfect" in specs or config.game == "tic_tac_toe" else None
     bots = [agents_lib.make_bot(spec, game, solution=solution) for spec in specs]
     names = ["eval/" + spec.replace(":", "") for spec in specs]
+    if mesh is not None:
+        mesh = parallel.mesh_for(num_games // 2, devices=list(mesh.devices.flat))
     evaluate = jax.jit(
         functools.partial(
             _evaluate,
@@ -173,11 +146,13 @@ def make_evaluator(
             num_games=num_games,
             num_simulations=num_simulations,
             solution=solution,
+            mesh=mesh,
         )
     )
 
     def evaluator(key: jax.Array, variables: dict) -> dict[str, float]:
-        return {name: float(value) for name, value in jax.device_get(evaluate(key, variables)).items()}
+        results = evaluate(key, parallel.replicate(variables, mesh))
+        return {name: float(value) for name, value in jax.device_get(results).items()}
 
     return evaluator
 
@@ -193,12 +168,13 @@ def _evaluate(
     num_games: int,
     num_simulations: int | None,
     solution: solver_lib.Solution | None,
+    mesh: Mesh | None,
 ) -> dict[str, jax.Array]:
     agent = make_agent(config, variables)
     player = agents_lib.alphazero_bot(agent, num_simulations=num_simulations)
     results = {}
     for match_key, name, bot in zip(jax.random.split(key, len(bots)), names, bots, strict=True):
-        outcome = arena.run_games(match_key, game, player.act, bot.act, num_games).outcome
+        outcome = arena.run_games(match_key, game, player.act, bot.act, num_games, mesh=mesh).outcome
         results[name] = jnp.mean((outcome + 1.0) / 2.0)
     if results:
         results["eval/score"] = jnp.mean(jnp.stack(list(results.values())))

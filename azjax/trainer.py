@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
 import signal
 import threading
 import time
@@ -23,16 +22,9 @@ from pathlib import Path
 
 import jax
 
-from azjax import checkpointing, evaluation
+from azjax import checkpointing, evaluation, parallel
 from azjax.config import Config, ConfigError
-from azjax.training import (
-    RunState,
-    check_divisible,
-    init_run_state,
-    make_mesh,
-    make_train_iteration,
-    shard_run_state,
-)
+from azjax.training import RunState, init_run_state, make_train_iteration, shard_run_state
 
 
 @dataclasses.dataclass
@@ -83,8 +75,9 @@ def train(
 
     Every `eval_every` iterations (0 = never) the current network plays fixed baselines: `evaluator(key,
     variables)` (default `evaluation.make_evaluator(config)`: random, one-ply, UCT-100 and, for tic-tac-toe, the
-    perfect player) returns "eval/..." scores, which go into that iteration's record (and so the metrics log,
-    TensorBoard, the plot and the choice of the best checkpoint), with "eval_seconds".
+    perfect player, its games split over the run's devices) returns "eval/..." scores, which go into that
+    iteration's record (and so the metrics log, TensorBoard, the plot and the choice of the best checkpoint), with
+    "eval_seconds". The variables it gets are replicated over the run's devices.
 
     Data parallelism: the games and the SGD batch are split over `num_devices` of `jax.devices()` (None: as many
     as there are, reduced to the largest count that divides both `selfplay.num_games` and `train.batch_size`); the
@@ -111,7 +104,7 @@ def train(
         else:
             run_state = init_run_state(config)
         start_iteration = int(run_state.iteration)
-        mesh = make_mesh(devices) if len(devices) > 1 else None
+        mesh = parallel.make_mesh(devices) if len(devices) > 1 else None
         if mesh is not None:
             run_state = shard_run_state(run_state, mesh)
             log(f"Data parallel over {len(devices)} devices ({devices[0].platform}).")
@@ -147,7 +140,7 @@ def train(
                     **metrics,
                 }
                 if eval_every > 0 and iteration % eval_every == 0:
-                    evaluator = evaluator or evaluation.make_evaluator(config)  # compiled at its first call
+                    evaluator = evaluator or evaluation.make_evaluator(config, mesh=mesh)  # compiled at its first call
                     record.update(_evaluate(evaluator, config, iteration, run_state, bar.write if bar else log))
                 history.append(record)
                 _log_record(run_dir, writer, record)
@@ -171,29 +164,6 @@ def train(
     return TrainResult(run_state, history, resumed_from, stop_reason, checkpoints.latest_step())
 
 
-def expose_cpu_cores(num_devices: int | None = None) -> None:
-    """Lets jax show the CPU as one device per core (or `num_devices`), so that `train` can split its batch over
-    them; XLA otherwise gives a CPU one device. Call it before anything runs on jax: it sets XLA_FLAGS, which jax
-    reads when it starts its backend (importing jax does not start it). A device count the user already set in
-    XLA_FLAGS wins. GPUs and TPUs are unaffected."""
-    flags = os.environ.get("XLA_FLAGS", "")
-    if "xla_force_host_platform_device_count" in flags or _backend_started():
-        return  # the user's choice wins; once jax has started, the flag would only leak into child processes
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    count = num_devices or cores
-    if count > 1:
-        os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={count}".strip()
-
-
-def _backend_started() -> bool:
-    try:
-        from jax._src import xla_bridge  # private, so guarded: jax has no public way to ask
-
-        return bool(xla_bridge.backends_are_initialized())
-    except (ImportError, AttributeError):
-        return False
-
-
 def choose_devices(config: Config, num_devices: int | None = None) -> list[jax.Device]:
     """The devices a run uses: `num_devices` of `jax.devices()`, or (None) as many as divide the batches evenly.
 
@@ -201,18 +171,11 @@ def choose_devices(config: Config, num_devices: int | None = None) -> list[jax.D
       ConfigError: `num_devices` is < 1, more than there are, or does not divide `selfplay.num_games` and
         `train.batch_size`.
     """
-    available = jax.devices()
-    if num_devices is None:
-        batches = (config.selfplay.num_games, config.train.batch_size)
-        num_devices = max(n for n in range(1, len(available) + 1) if all(v % n == 0 for v in batches))
-        return available[:num_devices]
-    if num_devices < 1 or num_devices > len(available):
-        raise ConfigError(
-            f"devices: asked for {num_devices}, but jax sees {len(available)} ({available[0].platform}); on a CPU, "
-            f"set XLA_FLAGS=--xla_force_host_platform_device_count={num_devices} before starting"
-        )
-    check_divisible(config, num_devices)
-    return available[:num_devices]
+    batches = {"selfplay.num_games": config.selfplay.num_games, "train.batch_size": config.train.batch_size}
+    try:
+        return parallel.choose_devices(num_devices, batches)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
 
 
 def _check_run_dir(
@@ -320,9 +283,7 @@ def _evaluate(
     and the seconds they took, also logged as one line."""
     tick = time.perf_counter()
     key = jax.random.fold_in(jax.random.fold_in(jax.random.key(config.seed), 0xE7A1), iteration)
-    # One device's copy: the evaluator's games are not split over a run's devices.
-    variables = jax.device_put(run_state.train_state.variables, jax.devices()[0])
-    results = evaluator(key, variables)
+    results = evaluator(key, run_state.train_state.variables)  # replicated over the run's devices
     seconds = time.perf_counter() - tick
     shown = ", ".join(f"{name.removeprefix('eval/')} {value:.3f}" for name, value in results.items())
     log(f"iteration {iteration} evaluation: {shown} ({seconds:.1f} s)")

@@ -27,6 +27,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from azjax import games, replay, selfplay
 from azjax.config import Config, TrainConfig
 from azjax.networks import AlphaZeroNetwork, init_variables, make_network
+from azjax.parallel import DATA_AXIS, replicate, split_batch
 from azjax.search import make_search_fn
 
 
@@ -154,16 +155,8 @@ def train_step(
         opt_state=opt_state,
         step=train_state.step + 1,
     )
-    metrics["grad_norm"] = optax.global_norm(grads)
+    metrics["grad_norm"] = optax.tree.norm(grads)
     return new_state, metrics
-
-
-DATA_AXIS = "data"
-
-
-def make_mesh(devices: list | None = None) -> Mesh:
-    """A one-axis mesh ("data") over `devices` (default: all), for data-parallel training."""
-    return Mesh(jax.devices() if devices is None else devices, (DATA_AXIS,))
 
 
 def check_divisible(config: Config, count: int) -> None:
@@ -177,8 +170,7 @@ def check_divisible(config: Config, count: int) -> None:
 
 def shard_run_state(run_state: RunState, mesh: Mesh) -> RunState:
     """Places a run state on `mesh`: the B games split along the data axis, everything else replicated."""
-    replicated = NamedSharding(mesh, PartitionSpec())
-    placed = jax.device_put(run_state, replicated)
+    placed = replicate(run_state, mesh)
     return placed.replace(selfplay=jax.device_put(run_state.selfplay, NamedSharding(mesh, PartitionSpec(DATA_AXIS))))
 
 
@@ -199,14 +191,6 @@ def make_train_iteration(
     return functools.partial(_train_iteration, parts=parts, config=config, mesh=mesh)
 
 
-def _split_batch(tree, mesh: Mesh | None, batch_axis: int = 0):
-    """Constrains every leaf of `tree` to be split over the mesh's devices along `batch_axis`."""
-    if mesh is None:
-        return tree
-    spec = PartitionSpec(*([None] * batch_axis), DATA_AXIS)
-    return jax.lax.with_sharding_constraint(tree, NamedSharding(mesh, spec))
-
-
 def _train_iteration(
     run_state: RunState, *, parts: Components, config: Config, mesh: Mesh | None
 ) -> tuple[RunState, dict]:
@@ -216,12 +200,12 @@ def _train_iteration(
     games_state, trajectory = selfplay.run_selfplay(
         selfplay_key,
         run_state.train_state.variables,
-        _split_batch(run_state.selfplay, mesh),
+        split_batch(run_state.selfplay, mesh),
         game=game,
         search_fn=parts.search_fn,
         config=config.selfplay,
     )
-    games_state, trajectory = _split_batch(games_state, mesh), _split_batch(trajectory, mesh, batch_axis=1)
+    games_state, trajectory = split_batch(games_state, mesh), split_batch(trajectory, mesh, batch_axis=1)
     value_target, value_mask = selfplay.compute_value_targets(trajectory)
     flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731  [T, B, ...] -> [T * B, ...]
     positions = replay.Batch(
@@ -266,7 +250,7 @@ def run_sgd_steps(
     def sgd_body(state: TrainState, step_key: jax.Array) -> tuple[TrainState, dict]:
         batch = replay.sample(step_key, buffer, config.train.batch_size, parts.game, augment=config.train.augment)
         return train_step(
-            state, _split_batch(batch, mesh), network=parts.network, optimizer=parts.optimizer, config=config.train
+            state, split_batch(batch, mesh), network=parts.network, optimizer=parts.optimizer, config=config.train
         )
 
     return jax.lax.scan(sgd_body, train_state, jax.random.split(key, config.train.num_sgd_steps))

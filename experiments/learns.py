@@ -21,7 +21,7 @@ from pathlib import Path
 
 import jax
 
-from azjax import config as config_lib, evaluation, trainer
+from azjax import checkpointing, config as config_lib, evaluation, parallel, trainer
 from azjax.agent import load_agent
 
 
@@ -29,12 +29,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--game", default="connect_four", help="a game with a CPU preset (default: connect_four)")
     parser.add_argument("--out", type=Path, help="run directory (default: runs/GAME-learns)")
-    parser.add_argument("--seconds", type=float, default=600.0, help="training time after the first iteration")
+    parser.add_argument("--seconds", type=float, default=600.0, help="training time after the first iteration; 0: "
+                        "only evaluate the run already in --out")
     parser.add_argument("--games", type=int, default=200, help="games per seat in each match")
     parser.add_argument("--preset", default="cpu", choices=["cpu", "gpu"])
     parser.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE", help="config overrides")
     args = parser.parse_args(argv)
-    trainer.expose_cpu_cores()  # one jax device per core, so that training splits its batch over them
+    parallel.expose_cpu_cores()  # one jax device per core, so that training and the matches split over them
 
     args.out = args.out or Path("runs") / f"{args.game}-learns"
     config = config_lib.get_config(args.game, args.preset)
@@ -44,21 +45,24 @@ def main(argv: list[str] | None = None) -> dict:
         trainer.train(config, args.out, max_seconds=0.0, progress=False)  # stops after one iteration
         shutil.copytree(args.out, first_dir)
     start = time.perf_counter()
-    result = trainer.train(config, args.out, max_seconds=args.seconds, progress=True)
+    if args.seconds > 0:
+        trainer.train(config, args.out, max_seconds=args.seconds, progress=True)
     trained_seconds = time.perf_counter() - start
 
     final, first = load_agent(args.out), load_agent(first_dir)
-    key = jax.random.key(0)
+    key, mesh = jax.random.key(0), parallel.mesh_for(args.games)  # each device plays its share of the games
+
+    def match(opponent: evaluation.AgentFn) -> dict:
+        return evaluation.head_to_head(key, final.game, final.act, opponent, args.games, mesh=mesh)
+
+    start = time.perf_counter()
     report = {
         "game": args.game,
-        "iterations": int(result.run_state.iteration),
+        "iterations": checkpointing.latest_iteration(args.out),
         "training_seconds": round(trained_seconds, 1),
-        "vs_random": evaluation.head_to_head(
-            key, final.game, final.act, evaluation.random_agent, args.games
-        ),
-        "vs_first_checkpoint": evaluation.head_to_head(
-            key, final.game, final.act, first.act, args.games
-        ),
+        "vs_random": match(evaluation.random_agent),
+        "vs_first_checkpoint": match(first.act),
+        "evaluation_seconds": round(time.perf_counter() - start, 1),
     }
     for match in ("vs_random", "vs_first_checkpoint"):
         report[match]["win_rate"] = report[match]["wins"] / report[match]["games"]

@@ -3,7 +3,8 @@
 jax fixes its device count when it starts, and this test process has one CPU device, so the runs on two devices
 happen in one subprocess started with XLA_FLAGS=--xla_force_host_platform_device_count=2. It trains the TINY
 config for one iteration on one device and on two from the same seed, then resumes the two-device run on one
-device; the test compares what it reports. Device choice and its errors are tested in-process.
+device; it plays arena games and the training evaluator's games split over the two devices; the tests compare
+what it reports. Device choice and its errors are tested in-process.
 """
 
 from __future__ import annotations
@@ -17,14 +18,14 @@ import textwrap
 import jax
 import pytest
 
-from azjax import trainer
+from azjax import parallel, trainer
 from azjax.config import ConfigError
 
 _SCRIPT = textwrap.dedent(
     """
     import dataclasses, json, sys
     import jax, numpy as np
-    from azjax import config as config_lib, trainer
+    from azjax import agents, arena, config as config_lib, evaluation, games as games_lib, parallel, trainer
 
     overrides, root = json.loads(sys.argv[1]), sys.argv[2]
     config = config_lib.with_overrides(config_lib.get_config("tic_tac_toe", "cpu"), {**overrides, "num_iterations": 1})
@@ -35,6 +36,15 @@ _SCRIPT = textwrap.dedent(
     games = two.run_state.selfplay.move_number  # [B], one entry per game
     longer = dataclasses.replace(config, num_iterations=2)
     resumed = trainer.train(longer, root + "/two", num_devices=1, progress=False, log=quiet)
+    # The arena on two devices: each plays its half of the games on its own, with its own keys.
+    game = games_lib.make("tic_tac_toe")
+    bot_a, bot_b = agents.uct_bot(game, 4), agents.onestep_bot(game)
+    key, mesh = jax.random.key(3), parallel.mesh_for(8)
+    split = arena._run_games_jit(key, game, bot_a.act, bot_b.act, 16, 2, arena.random_agent, mesh)
+    blocks = [arena._run_games_jit(jax.random.fold_in(key, d), game, bot_a.act, bot_b.act, 8, 2, arena.random_agent,
+                                   None) for d in range(2)]
+    evaluator = evaluation.make_evaluator(config, opponents=("random", "onestep"), num_games=8, mesh=mesh)
+    eval_scores = evaluator(jax.random.key(4), two.run_state.train_state.variables)
     diff = max(float(np.max(np.abs(a - b))) for a, b in zip(
         jax.tree.leaves(one.run_state.train_state.params), jax.tree.leaves(two.run_state.train_state.params)))
     print(json.dumps({
@@ -47,6 +57,11 @@ _SCRIPT = textwrap.dedent(
         "param_max_abs_diff": diff,
         "resumed_iterations": [r["iteration"] for r in resumed.history],
         "resumed_from": resumed.resumed_from,
+        "arena_devices": len(split.outcome.sharding.device_set),
+        "arena_split": [np.asarray(x).tolist() for x in (split.outcome, split.seat, split.length)],
+        "arena_blocks": [np.concatenate([np.asarray(getattr(b, f)) for b in blocks]).tolist()
+                         for f in ("outcome", "seat", "length")],
+        "eval_scores": eval_scores,
     }))
     """
 )
@@ -88,6 +103,21 @@ def test_a_two_device_run_resumes_on_one_device(two_device_runs):
     assert two_device_runs["resumed_iterations"] == [2]
 
 
+def test_the_arena_plays_each_devices_share_of_the_games_on_its_own(two_device_runs):
+    assert two_device_runs["arena_devices"] == 2
+    # Device d's games are exactly a one-device match of half the games from the key folded with d.
+    assert two_device_runs["arena_split"] == two_device_runs["arena_blocks"]
+    outcome, seat, _ = two_device_runs["arena_split"]
+    assert seat == [0] * 4 + [1] * 4 + [0] * 4 + [1] * 4  # each device seats its own games half and half
+
+
+def test_the_evaluator_splits_its_games_over_the_run_devices(two_device_runs):
+    scores = two_device_runs["eval_scores"]
+    assert set(scores) == {"eval/random", "eval/onestep", "eval/score", "eval/optimal_move_rate"}
+    assert all(0.0 <= value <= 1.0 for value in scores.values())
+    assert scores["eval/score"] == pytest.approx((scores["eval/random"] + scores["eval/onestep"]) / 2)
+
+
 def test_devices_default_to_all_that_divide_the_batches(tiny_config):
     assert trainer.choose_devices(tiny_config) == jax.devices()[:1]  # this process sees one CPU device
     assert trainer.choose_devices(tiny_config, 1) == jax.devices()[:1]
@@ -101,20 +131,20 @@ def test_asking_for_more_devices_than_there_are_names_the_flag(tiny_config):
 
 
 def test_expose_cpu_cores_sets_the_device_count_unless_the_user_did(monkeypatch):
-    monkeypatch.setattr(trainer, "_backend_started", lambda: False)  # this process's jax has long started
+    monkeypatch.setattr(parallel, "_backend_started", lambda: False)  # this process's jax has long started
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_some_flag=1")
-    trainer.expose_cpu_cores(3)
+    parallel.expose_cpu_cores(3)
     assert os.environ["XLA_FLAGS"] == "--xla_cpu_some_flag=1 --xla_force_host_platform_device_count=3"
     monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=5")
-    trainer.expose_cpu_cores(3)
+    parallel.expose_cpu_cores(3)
     assert os.environ["XLA_FLAGS"] == "--xla_force_host_platform_device_count=5"
     monkeypatch.delenv("XLA_FLAGS")
-    trainer.expose_cpu_cores(1)  # one device is what jax gives anyway
+    parallel.expose_cpu_cores(1)  # one device is what jax gives anyway
     assert "XLA_FLAGS" not in os.environ
 
 
 def test_expose_cpu_cores_leaves_the_environment_alone_once_jax_started(monkeypatch):
     jax.devices()  # starts the backend, if nothing did yet
     monkeypatch.delenv("XLA_FLAGS", raising=False)
-    trainer.expose_cpu_cores(2)
+    parallel.expose_cpu_cores(2)
     assert "XLA_FLAGS" not in os.environ

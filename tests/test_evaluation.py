@@ -93,11 +93,14 @@ def test_run_games_needs_an_even_number(ttt):
         arena.run_games(jax.random.key(0), ttt, first_cell, first_cell, 3)
 
 
-def test_legacy_helpers_still_work(ttt):
+def test_head_to_head_counts_each_seat(ttt):
     result = evaluation.head_to_head(jax.random.key(0), ttt, evaluation.random_agent, evaluation.random_agent, 20)
     assert result["games"] == 40 and result["wins"] + result["draws"] + result["losses"] == 40
-    outcome = evaluation.play_match(jax.random.key(1), ttt, first_cell, last_cell, 3)
-    np.testing.assert_array_equal(outcome, [[1.0, -1.0]] * 3)
+    # Lowest free cell against highest: whoever moves first completes its row (0-1-2 or 8-7-6) first.
+    result = evaluation.head_to_head(jax.random.key(1), ttt, first_cell, last_cell, 3)
+    assert result["as_first"] == {"wins": 3, "draws": 0, "losses": 0}
+    assert result["as_second"] == {"wins": 0, "draws": 0, "losses": 3}
+    assert result["score"] == 0.5
 
 
 # --------------------------------------------------------------------------------------------------------------

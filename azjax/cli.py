@@ -80,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "(default: all jax sees, as many as divide both; on a CPU, one device per core); 1 = no "
                        "split, which is faster for tiny networks")
     train.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
-    train.add_argument("--list-games", action="store_true", help="list the registered games and exit")
+    train.add_argument("--list-games", action="store_true", help="list the registered games and the pgx environments the adapter takes, and exit")
     _add_config_options(train)
 
     export = commands.add_parser(
@@ -290,7 +290,10 @@ def _train(args: argparse.Namespace) -> int:
     parallel.expose_cpu_cores(args.devices)  # before jax starts its backend
 
     if args.list_games:
+        from azjax.games.pgx_adapter import SUPPORTED_ENVS
+
         print("\n".join(games.names()))
+        print(f"pgx:<env_id> with pip install 'azjax[pgx]', env_id one of: {', '.join(sorted(SUPPORTED_ENVS))}")
         return 0
     try:
         if args.game is not None and not games.is_known(args.game):
@@ -304,7 +307,8 @@ def _train(args: argparse.Namespace) -> int:
         return 2
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     run_dir = args.out or Path("runs") / f"{config.game}-{stamp}"
-    print(f"Training {config.game} into {run_dir} ({config.num_iterations} iterations"
+    plural = "s" if config.num_iterations != 1 else ""
+    print(f"Training {config.game} into {run_dir} ({config.num_iterations} iteration{plural}"
           + (f", at most {args.seconds:g} s" if args.seconds else "") + ")")
     if args.checkpoint_every < 1 or args.keep < 1:
         print("azjax train: error: --checkpoint-every and --keep must be >= 1", file=sys.stderr)

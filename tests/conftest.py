@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import jax
 import pytest
 
 from azjax import config as config_lib
+
+# Start jax's backend now, with the one CPU device it gives by default: `azjax train` and `azjax eval` would
+# otherwise make each core a device (XLA_FLAGS) when a test calls them first, and the tests' device count would
+# depend on their order. Tests that need several devices run a subprocess (tests/test_data_parallel.py).
+jax.devices()
 
 # 1 block x 8 channels, 4 simulations, 8 games x 12 moves (every tic-tac-toe game ends within 9), batch 32.
 TINY_OVERRIDES = {
@@ -48,7 +54,6 @@ def persistent_compile_cache(compile_cache_dir):
     Modules that compile the same TINY training iteration (test_training.py, and the `azjax train` runs of
     test_cli.py) then compile it once per session instead of once per run.
     """
-    import jax
     from jax.experimental.compilation_cache import compilation_cache
 
     settings = {

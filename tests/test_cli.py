@@ -180,5 +180,6 @@ def test_help_mentions_every_config_field(monkeypatch):
 def test_list_games(tmp_path):
     code, out, _ = run_cli(["train", "--list-games", "--out", str(tmp_path / "run")])
     assert code == 0
-    assert {"tic_tac_toe", "connect_four"} <= set(out.split())
+    assert {"tic_tac_toe", "connect_four", "brandub", "gomoku", "othello"} <= set(out.split())
+    assert "pgx:<env_id>" in out and "go_9x9" in out
     assert not (tmp_path / "run").exists()

@@ -250,6 +250,8 @@ def test_cli_eval_trained_agents(capsys, run_dir):
         (["eval", "random", "nonsense"], "cannot read agent 'nonsense'"),
         (["eval", "random", "onestep", "--games", "7"], "--games must be even"),
         (["eval", "random", "onestep", "--game", "chess"], "unknown game 'chess'"),
+        (["eval", "random", "onestep", "--devices", "64"], "asked for 64, but jax sees 1"),
+        (["eval", "random", "onestep", "--devices", "0"], "asked for 0"),
     ],
 )
 def test_cli_eval_errors(capsys, argv, message):

@@ -80,7 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "(default: all jax sees, as many as divide both; on a CPU, one device per core); 1 = no "
                        "split, which is faster for tiny networks")
     train.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
-    train.add_argument("--list-games", action="store_true", help="list the registered games and the pgx environments the adapter takes, and exit")
+    train.add_argument("--list-games", action="store_true", help="list the registered games and the pgx "
+                       "environments the adapter takes, and exit")
     _add_config_options(train)
 
     export = commands.add_parser(

@@ -163,7 +163,8 @@ def check_divisible(config: Config, count: int) -> None:
     """Raises ConfigError unless the game batch and the SGD batch split evenly over `count` devices."""
     from azjax.config import ConfigError
 
-    for name, value in (("selfplay.num_games", config.selfplay.num_games), ("train.batch_size", config.train.batch_size)):
+    batches = (("selfplay.num_games", config.selfplay.num_games), ("train.batch_size", config.train.batch_size))
+    for name, value in batches:
         if value % count:
             raise ConfigError(f"{name} ({value}) must be a multiple of the number of devices ({count})")
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import jax
 import pytest
 
@@ -47,25 +49,44 @@ def compile_cache_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("jax_compile_cache")
 
 
-@pytest.fixture(scope="module")
-def persistent_compile_cache(compile_cache_dir):
-    """Turns jax's persistent compilation cache on for one module, then restores the previous settings.
-
-    Modules that compile the same TINY training iteration (test_training.py, and the `azjax train` runs of
-    test_cli.py) then compile it once per session instead of once per run.
-    """
+@contextlib.contextmanager
+def _compile_cache(path, min_compile_time_secs: float):
+    """jax's persistent compilation cache in `path` for programs that took at least `min_compile_time_secs` to
+    compile, then the previous settings."""
     from jax.experimental.compilation_cache import compilation_cache
 
     settings = {
-        "jax_compilation_cache_dir": str(compile_cache_dir),
-        "jax_persistent_cache_min_compile_time_secs": 1.0,  # only the big programs, not every eager op
+        "jax_compilation_cache_dir": str(path),
+        "jax_persistent_cache_min_compile_time_secs": min_compile_time_secs,
         "jax_persistent_cache_min_entry_size_bytes": 0,
     }
     previous = {name: getattr(jax.config, name) for name in settings}
     for name, value in settings.items():
         jax.config.update(name, value)
     compilation_cache.reset_cache()
-    yield compile_cache_dir
-    for name, value in previous.items():
-        jax.config.update(name, value)
-    compilation_cache.reset_cache()
+    try:
+        yield path
+    finally:
+        for name, value in previous.items():
+            jax.config.update(name, value)
+        compilation_cache.reset_cache()
+
+
+@pytest.fixture(scope="module")
+def persistent_compile_cache(compile_cache_dir):
+    """Turns jax's persistent compilation cache on for one module (programs that took >= 1 s to compile), then
+    restores the previous settings.
+
+    Modules that compile the same TINY training iteration (test_training.py, and the `azjax train` runs of
+    test_cli.py) then compile it once per session instead of once per run.
+    """
+    with _compile_cache(compile_cache_dir, 1.0) as path:
+        yield path
+
+
+@pytest.fixture(scope="module")
+def compile_cache_everything(compile_cache_dir):
+    """The session's persistent compilation cache for one module, caching every program (eager ops too, which a
+    subprocess's first iteration is full of); the previous settings after."""
+    with _compile_cache(compile_cache_dir, 0.0) as path:
+        yield path

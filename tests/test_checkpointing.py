@@ -51,28 +51,6 @@ def run_config(num_iterations: int = 2 * N, **changes) -> config_lib.Config:
     return config_lib.with_overrides(base, {**TINY, "num_iterations": num_iterations, **changes})
 
 
-@pytest.fixture(scope="module")
-def compile_cache(compile_cache_dir):
-    """The session's persistent compilation cache for this module's runs and subprocesses, caching every program
-    (eager ops too, which a subprocess's first iteration is full of); the previous settings after."""
-    from jax.experimental.compilation_cache import compilation_cache
-
-    path = compile_cache_dir
-    settings = {
-        "jax_compilation_cache_dir": str(path),
-        "jax_persistent_cache_min_compile_time_secs": 0.0,
-        "jax_persistent_cache_min_entry_size_bytes": 0,
-    }
-    previous = {name: getattr(jax.config, name) for name in settings}
-    for name, value in settings.items():
-        jax.config.update(name, value)
-    compilation_cache.reset_cache()
-    yield path
-    for name, value in previous.items():
-        jax.config.update(name, value)
-    compilation_cache.reset_cache()
-
-
 def subprocess_env(cache: Path) -> dict:
     return dict(
         os.environ,
@@ -89,7 +67,7 @@ def quiet(_: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def runs(compile_cache, tmp_path_factory):
+def runs(compile_cache_everything, tmp_path_factory):
     """A run of 2N iterations straight, and a run of N iterations resumed to 2N."""
     root = tmp_path_factory.mktemp("runs")
     straight = trainer.train(run_config(2 * N), root / "straight", checkpoint_every=N, progress=False, log=quiet)
@@ -283,14 +261,14 @@ SAVE_THEN_SAVE_BIG = textwrap.dedent(
 )
 
 
-def test_sigkill_while_saving_leaves_the_previous_checkpoint_loadable(compile_cache, tmp_path):
+def test_sigkill_while_saving_leaves_the_previous_checkpoint_loadable(compile_cache_everything, tmp_path):
     config = run_config(**{"train.replay_capacity": 1_500_000})
     (tmp_path / "config.json").write_text(config_lib.to_json(config))
     run_dir = tmp_path / "run"
     process = subprocess.Popen(
         [sys.executable, "-c", SAVE_THEN_SAVE_BIG, str(run_dir), str(tmp_path / "config.json")],
         stdout=subprocess.PIPE,
-        env=subprocess_env(compile_cache),
+        env=subprocess_env(compile_cache_everything),
         text=True,
     )
     try:
@@ -314,14 +292,14 @@ def test_sigkill_while_saving_leaves_the_previous_checkpoint_loadable(compile_ca
     assert not [p for p in (run_dir / "checkpoints").iterdir() if not p.name.isdigit()]
 
 
-def test_sigterm_finishes_the_iteration_saves_and_exits_0(compile_cache, tmp_path):
+def test_sigterm_finishes_the_iteration_saves_and_exits_0(compile_cache_everything, tmp_path):
     config = run_config(100_000)
     (tmp_path / "tiny.json").write_text(config_lib.to_json(config))
     run_dir = tmp_path / "run"
     command = [sys.executable, "-m", "azjax.cli", "train", "--config", str(tmp_path / "tiny.json"), "--out",
                str(run_dir), "--no-progress", "--checkpoint-every", "100000", "--eval-every", "0", "--devices", "1"]
     process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=subprocess_env(compile_cache), text=True
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=subprocess_env(compile_cache_everything), text=True
     )
     try:
         deadline = time.monotonic() + 240

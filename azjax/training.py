@@ -176,7 +176,7 @@ def shard_run_state(run_state: RunState, mesh: Mesh) -> RunState:
 
 
 def make_train_iteration(
-    config: Config, *, mesh: Mesh | None = None
+    config: Config, *, mesh: Mesh | None = None, parts: Components | None = None
 ) -> Callable[[RunState], tuple[RunState, dict]]:
     """The whole training iteration as one pure function `RunState -> (RunState, metrics)`; jit it once.
 
@@ -185,8 +185,11 @@ def make_train_iteration(
 
     Metrics are scalars: SGD losses averaged over the iteration's steps, and self-play statistics (games finished,
     positions added, mean game length, the share of games won by player 0 and drawn, resignations).
+
+    `parts` (default `make_components(config)`) lets an experiment swap a component, e.g. a network with another
+    `conv_fn` (experiments/bench_train.py); it must keep the shapes `config` gives the run state.
     """
-    parts = make_components(config)
+    parts = parts if parts is not None else make_components(config)
     if mesh is not None:
         check_divisible(config, mesh.size)
     return functools.partial(_train_iteration, parts=parts, config=config, mesh=mesh)

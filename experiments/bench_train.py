@@ -59,14 +59,12 @@ def bench_game(config: config_lib.Config, repeats: int) -> list[dict]:
     xla = dataclasses.replace(ours, network=ours.network.clone(conv_fn=jax.lax.conv_general_dilated))
     run_state = training.init_run_state(config)
     # Fill the replay buffer with one iteration's positions, so that sampling reads real data.
-    run_state, _ = jax.jit(functools.partial(training._train_iteration, parts=ours, config=config, mesh=None))(
-        run_state
-    )
+    run_state, _ = jax.jit(training.make_train_iteration(config, parts=ours))(run_state)
     rows = []
     for label, parts in (("azjax", ours), ("xla-grad", xla)):
         sgd = functools.partial(training.run_sgd_steps, parts=parts, config=config)
         sgd_compile, sgd_times = _timed(sgd, (jax.random.key(1), run_state.train_state, run_state.replay), repeats)
-        iteration = functools.partial(training._train_iteration, parts=parts, config=config, mesh=None)
+        iteration = training.make_train_iteration(config, parts=parts)
         it_compile, it_times = _timed(iteration, (run_state,), repeats)
         step_s = statistics.median(sgd_times) / config.train.num_sgd_steps
         rows.append({

@@ -73,16 +73,27 @@ def solver_report(
 
 
 def head_to_head(
-    key: jax.Array, game: Game, agent: AgentFn, opponent: AgentFn, num_games: int, *, mesh: Mesh | None = None
+    key: jax.Array,
+    game: Game,
+    agent: AgentFn,
+    opponent: AgentFn,
+    num_games: int,
+    *,
+    opening_moves: int = 0,
+    mesh: Mesh | None = None,
 ) -> dict:
     """`agent` against `opponent`, `num_games` games with each seat (`arena.run_games`, compiled once per pair of
     agents; with a `mesh`, split over its devices); wins/draws/losses from `agent`'s side.
+
+    Two deterministic agents (e.g. `Agent.act`, whose search has no root noise) replay one game per seat from
+    the start: give `opening_moves` > 0 (each pair of games starts after 0..opening_moves random moves) to measure
+    them over many different games.
 
     Returns the counts, `games`, `score` (wins + draws / 2 over all games) and the counts per seat ("as_first":
     `agent` moved first, "as_second").
     """
     match = arena.summarize(
-        arena._run_games_jit(key, game, agent, opponent, 2 * num_games, 0, arena.random_agent, mesh)
+        arena._run_games_jit(key, game, agent, opponent, 2 * num_games, opening_moves, arena.random_agent, mesh)
     )
     as_first = {"wins": match.wins_as_first, "draws": match.draws_as_first, "losses": match.losses_as_first}
     as_second = {name: getattr(match, name) - count for name, count in as_first.items()}

@@ -5,8 +5,10 @@ uniformly random player and against its own first checkpoint.
     python experiments/learns.py --game othello6 --out runs/othello6 --seconds 300
 
 The first iteration's checkpoint is copied aside (OUT-first) before training continues, so the final agent can
-play the agent it started from. Both play with search (the run's simulations, no root noise); results are from
-the final agent's side, over --games games in each seat ("win_rate" = wins / games). The bars: Connect Four
+play the agent it started from. Both play with search (the run's simulations, no root noise), so each pair of
+games starts after 0..--opening-moves random moves (the arena's openings; both seats of a pair alike); results are
+from the final agent's side, over --games games in each seat ("win_rate" = wins / games). `--seconds 0`
+evaluates the run in --out again without training it. The bars: Connect Four
 >= 95% wins against random after 10 minutes and clearly ahead of the first checkpoint; Gomoku 9x9, Othello 6x6
 and Brandub >= 90% after a few minutes.
 """
@@ -32,6 +34,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seconds", type=float, default=600.0, help="training time after the first iteration; 0: "
                         "only evaluate the run already in --out")
     parser.add_argument("--games", type=int, default=200, help="games per seat in each match")
+    parser.add_argument("--opening-moves", type=int, default=4, help="each pair of games starts after 0..K random "
+                        "moves, so that the two deterministic agents of the checkpoint match play many games, "
+                        "not one per seat")
     parser.add_argument("--preset", default="cpu", choices=["cpu", "gpu"])
     parser.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE", help="config overrides")
     args = parser.parse_args(argv)
@@ -53,13 +58,16 @@ def main(argv: list[str] | None = None) -> dict:
     key, mesh = jax.random.key(0), parallel.mesh_for(args.games)  # each device plays its share of the games
 
     def match(opponent: evaluation.AgentFn) -> dict:
-        return evaluation.head_to_head(key, final.game, final.act, opponent, args.games, mesh=mesh)
+        return evaluation.head_to_head(
+            key, final.game, final.act, opponent, args.games, opening_moves=args.opening_moves, mesh=mesh
+        )
 
     start = time.perf_counter()
     report = {
         "game": args.game,
         "iterations": checkpointing.latest_iteration(args.out),
         "training_seconds": round(trained_seconds, 1),
+        "opening_moves": args.opening_moves,
         "vs_random": match(evaluation.random_agent),
         "vs_first_checkpoint": match(first.act),
         "evaluation_seconds": round(time.perf_counter() - start, 1),

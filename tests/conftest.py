@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
+import pathlib
+import sys
 
 import jax
 import pytest
@@ -90,3 +93,24 @@ def compile_cache_everything(compile_cache_dir):
     subprocess's first iteration is full of); the previous settings after."""
     with _compile_cache(compile_cache_dir, 0.0) as path:
         yield path
+
+
+@contextlib.contextmanager
+def _experiment(name: str):
+    """experiments/<name>.py loaded as the module `name` (registered in sys.modules while in use, since
+    dataclasses look their module up while the script is being executed)."""
+    path = pathlib.Path(__file__).resolve().parents[1] / "experiments" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.modules.pop(name, None)
+
+
+@pytest.fixture(scope="session")
+def load_experiment():
+    """`with load_experiment("bench_games") as module: module.main(argv)`: an experiment script as a module."""
+    return _experiment

@@ -5,23 +5,16 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import pathlib
-import sys
 
 import pytest
 
-_SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "experiments" / "bench_games.py"
 _TINY = ["--quick", "--games", "tic_tac_toe", "--batch-sizes", "1", "4", "--steps", "8", "--repeats", "2"]
 
 
 @pytest.fixture(scope="module")
-def bench_games():
-    spec = importlib.util.spec_from_file_location("bench_games", _SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the script is being executed
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop(spec.name, None)
+def bench_games(load_experiment):
+    with load_experiment("bench_games") as module:
+        yield module
 
 
 def test_quick_mode_reports_positive_rates(bench_games, tmp_path, capsys):

@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import pathlib
-import sys
 
 import pytest
 
-_SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "experiments" / "bench_selfplay.py"
 _TINY = [
     "--quick", "--batch-sizes", "4", "--simulations", "2", "--blocks", "1", "--channels", "4",
     "--steps", "2", "--repeats", "2",
@@ -18,13 +15,9 @@ _TINY = [
 
 
 @pytest.fixture(scope="module")
-def bench_selfplay():
-    spec = importlib.util.spec_from_file_location("bench_selfplay", _SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the script is being executed
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop(spec.name, None)
+def bench_selfplay(load_experiment):
+    with load_experiment("bench_selfplay") as module:
+        yield module
 
 
 def test_quick_mode_reports_positive_rates_for_both(bench_selfplay, tmp_path, capsys):

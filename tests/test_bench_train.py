@@ -3,11 +3,7 @@
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
-import sys
 
-_SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "experiments" / "bench_train.py"
 _TINY = [
     "--games", "tic_tac_toe", "--repeats", "1", "--set", "network.num_blocks=1", "network.num_channels=4",
     "network.value_hidden=4", "search.num_simulations=2", "selfplay.num_games=4", "selfplay.num_steps=2",
@@ -15,15 +11,9 @@ _TINY = [
 ]
 
 
-def test_reports_both_convolution_gradients(capsys):
-    spec = importlib.util.spec_from_file_location("bench_train", _SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
+def test_reports_both_convolution_gradients(load_experiment, capsys):
+    with load_experiment("bench_train") as module:
         results = module.main(_TINY)
-    finally:
-        sys.modules.pop(spec.name, None)
     rows = results["rows"]
     assert [row["conv_gradient"] for row in rows] == ["azjax", "xla-grad"]
     for row in rows:

@@ -103,6 +103,15 @@ def test_head_to_head_counts_each_seat(ttt):
     assert result["score"] == 0.5
 
 
+def test_head_to_head_openings_vary_deterministic_games(ttt):
+    # Lowest free cell against itself replays one game from the start (the first player wins it); random
+    # openings of 0..4 moves give many games, not all won by the first player.
+    same = evaluation.head_to_head(jax.random.key(2), ttt, first_cell, first_cell, 50)
+    assert same["as_first"] == {"wins": 50, "draws": 0, "losses": 0}
+    varied = evaluation.head_to_head(jax.random.key(2), ttt, first_cell, first_cell, 50, opening_moves=4)
+    assert varied["as_first"]["wins"] < 50 and varied["games"] == 100
+
+
 # --------------------------------------------------------------------------------------------------------------
 # Statistics, checked against values computed by hand
 

@@ -108,7 +108,7 @@ def run_games(
 ) -> Games:
     """Plays `num_games` (even) games in parallel, A as player 0 in the first half and player 1 in the second;
     game i and game i + num_games / 2 (a pair) start from the same opening. Pure and un-jitted (jit it, or call
-    `play`). The loop ends when every game has.
+    `play_games`, or `play` for bots). The loop ends when every game has.
 
     With a `mesh` (e.g. `azjax.parallel.mesh_for(num_games // 2)`), each of its D devices plays num_games / D
     of the games (an even number), all alike but with its own random keys, and nothing passes between the devices
@@ -195,8 +195,22 @@ def _on_each_device(
     )(key)
 
 
-@functools.partial(jax.jit, static_argnums=(1, 2, 3, 4, 5, 6, 7))
-def _run_games_jit(key, game, agent_a, agent_b, num_games, opening_moves, opening_agent, mesh):
+@functools.partial(
+    jax.jit, static_argnames=("game", "agent_a", "agent_b", "num_games", "opening_moves", "opening_agent", "mesh")
+)
+def play_games(
+    key: jax.Array,
+    game: Game,
+    agent_a: AgentFn,
+    agent_b: AgentFn,
+    num_games: int,
+    *,
+    opening_moves: int = 0,
+    opening_agent: AgentFn = random_agent,
+    mesh: Mesh | None = None,
+) -> Games:
+    """`run_games`, jitted: compiled once per game, pair of agents (compared as Python objects: pass the same
+    functions again to reuse the compilation) and settings; only `key` is traced."""
     return run_games(
         key, game, agent_a, agent_b, num_games, opening_moves=opening_moves, opening_agent=opening_agent, mesh=mesh
     )
@@ -313,7 +327,8 @@ def play(
 ) -> MatchResult:
     """`bot_a` against `bot_b`: `num_games` games (even; half in each seat), compiled once per pair of bots;
     with a `mesh`, split over its devices (see `run_games`)."""
-    games = _run_games_jit(key, game, bot_a.act, bot_b.act, num_games, opening_moves, opening_agent, mesh)
+    games = play_games(key, game, bot_a.act, bot_b.act, num_games, opening_moves=opening_moves,
+                       opening_agent=opening_agent, mesh=mesh)
     return summarize(games, bot_a.name, bot_b.name)
 
 

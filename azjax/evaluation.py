@@ -93,7 +93,7 @@ def head_to_head(
     `agent` moved first, "as_second").
     """
     match = arena.summarize(
-        arena._run_games_jit(key, game, agent, opponent, 2 * num_games, opening_moves, arena.random_agent, mesh)
+        arena.play_games(key, game, agent, opponent, 2 * num_games, opening_moves=opening_moves, mesh=mesh)
     )
     as_first = {"wins": match.wins_as_first, "draws": match.draws_as_first, "losses": match.losses_as_first}
     as_second = {name: getattr(match, name) - count for name, count in as_first.items()}

@@ -1,8 +1,11 @@
-"""Data parallelism through jit alone: a one-axis device mesh and the constraint that splits a batch over it.
+"""Data parallelism through jit alone: a one-axis device mesh, the choice of devices, and the two ways the
+package uses them.
 
-Training (`azjax.training`) and the arena (`azjax.arena`) both work on a leading batch axis (games, SGD samples).
-Given a mesh they constrain that axis to be split over its devices; XLA partitions the rest of the program (and
-inserts the gradient all-reduce in training). Without a mesh (None) the same code runs on one device.
+Training (`azjax.training`) splits its leading batch axes (games, SGD samples) over the mesh with `split_batch`
+inside the jitted iteration; XLA partitions the rest and inserts the gradient all-reduce. The arena
+(`azjax.arena.run_games`) instead runs independent matches, one per device, under `jax.shard_map`: its search
+and rollout loops would otherwise synchronise the devices at every step. Without a mesh (None) both run on one
+device.
 
     mesh = mesh_for(num_games // 2)          # as many devices as divide the batch; None for one
     states = split_batch(states, mesh)       # inside a jitted function
@@ -46,10 +49,15 @@ def choose_devices(num_devices: int | None, batch_sizes: dict[str, int]) -> list
             f"devices: asked for {num_devices}, but jax sees {len(available)} ({available[0].platform}); on a CPU, "
             f"set XLA_FLAGS=--xla_force_host_platform_device_count={num_devices} before starting"
         )
+    check_divisible(num_devices, batch_sizes)
+    return available[:num_devices]
+
+
+def check_divisible(num_devices: int, batch_sizes: dict[str, int]) -> None:
+    """Raises ValueError, naming the batch (its key in `batch_sizes`), unless every batch splits evenly."""
     for name, size in batch_sizes.items():
         if size % num_devices:
             raise ValueError(f"{name} ({size}) must be a multiple of the number of devices ({num_devices})")
-    return available[:num_devices]
 
 
 def mesh_for(*batch_sizes: int, devices: Sequence[jax.Device] | None = None) -> Mesh | None:

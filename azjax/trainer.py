@@ -24,7 +24,7 @@ import jax
 
 from azjax import checkpointing, evaluation, parallel
 from azjax.config import Config, ConfigError
-from azjax.training import RunState, init_run_state, make_train_iteration, shard_run_state
+from azjax.training import RunState, init_run_state, make_train_iteration, shard_run_state, split_batches
 
 
 @dataclasses.dataclass
@@ -171,9 +171,8 @@ def choose_devices(config: Config, num_devices: int | None = None) -> list[jax.D
       ConfigError: `num_devices` is < 1, more than there are, or does not divide `selfplay.num_games` and
         `train.batch_size`.
     """
-    batches = {"selfplay.num_games": config.selfplay.num_games, "train.batch_size": config.train.batch_size}
     try:
-        return parallel.choose_devices(num_devices, batches)
+        return parallel.choose_devices(num_devices, split_batches(config))
     except ValueError as error:
         raise ConfigError(str(error)) from None
 

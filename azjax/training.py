@@ -24,8 +24,8 @@ import optax
 from flax import struct
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from azjax import games, replay, selfplay
-from azjax.config import Config, TrainConfig
+from azjax import games, parallel, replay, selfplay
+from azjax.config import Config, ConfigError, TrainConfig
 from azjax.networks import AlphaZeroNetwork, init_variables, make_network
 from azjax.parallel import DATA_AXIS, replicate, split_batch
 from azjax.search import make_search_fn
@@ -159,14 +159,17 @@ def train_step(
     return new_state, metrics
 
 
+def split_batches(config: Config) -> dict[str, int]:
+    """The batches a run splits over its devices, by config field: the games and the SGD batch."""
+    return {"selfplay.num_games": config.selfplay.num_games, "train.batch_size": config.train.batch_size}
+
+
 def check_divisible(config: Config, count: int) -> None:
     """Raises ConfigError unless the game batch and the SGD batch split evenly over `count` devices."""
-    from azjax.config import ConfigError
-
-    batches = (("selfplay.num_games", config.selfplay.num_games), ("train.batch_size", config.train.batch_size))
-    for name, value in batches:
-        if value % count:
-            raise ConfigError(f"{name} ({value}) must be a multiple of the number of devices ({count})")
+    try:
+        parallel.check_divisible(count, split_batches(config))
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
 
 
 def shard_run_state(run_state: RunState, mesh: Mesh) -> RunState:

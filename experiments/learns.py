@@ -6,11 +6,12 @@ uniformly random player and against its own first checkpoint.
 
 The first iteration's checkpoint is copied aside (OUT-first) before training continues, so the final agent can
 play the agent it started from. Both play with search (the run's simulations, no root noise), so each pair of
-games starts after 0..--opening-moves random moves (the arena's openings; both seats of a pair alike); results are
-from the final agent's side, over --games games in each seat ("win_rate" = wins / games). `--seconds 0`
-evaluates the run in --out again without training it. The bars: Connect Four
->= 95% wins against random after 10 minutes and clearly ahead of the first checkpoint; Gomoku 9x9, Othello 6x6
-and Brandub >= 90% after a few minutes.
+games starts after 0..--opening-moves random moves (the arena's openings; both seats of a pair alike); results
+are from the final agent's side, over --games games in each seat ("win_rate" = wins / games). `--seconds 0`
+evaluates the run in --out again without training it.
+
+The bars: Connect Four >= 95% wins against random after 10 minutes and clearly ahead of the first checkpoint;
+Gomoku 9x9, Othello 6x6 and Brandub >= 90% after a few minutes.
 """
 
 from __future__ import annotations

@@ -28,19 +28,15 @@ import azjax
 from azjax import checkpointing, cli, trainer
 from azjax import config as config_lib
 from azjax.training import RunState
+from tiny import TINY_OVERRIDES
 
 N = 2  # iterations of the short run; the long run does 2N
 
+# Shorter self-play and a small replay buffer than the shared TINY settings: cheaper runs to save and restore.
 TINY = {
-    "network.num_blocks": 1,
-    "network.num_channels": 8,
-    "network.value_hidden": 8,
-    "search.num_simulations": 4,
-    "search.max_num_considered_actions": 4,
-    "selfplay.num_games": 8,
+    **TINY_OVERRIDES,
     "selfplay.num_steps": 4,
     "train.batch_size": 16,
-    "train.num_sgd_steps": 2,
     "train.replay_capacity": 64,
     "train.warmup_steps": 2,
 }

@@ -40,9 +40,9 @@ _SCRIPT = textwrap.dedent(
     game = games_lib.make("tic_tac_toe")
     bot_a, bot_b = agents.uct_bot(game, 4), agents.onestep_bot(game)
     key, mesh = jax.random.key(3), parallel.mesh_for(8)
-    split = arena._run_games_jit(key, game, bot_a.act, bot_b.act, 16, 2, arena.random_agent, mesh)
-    blocks = [arena._run_games_jit(jax.random.fold_in(key, d), game, bot_a.act, bot_b.act, 8, 2, arena.random_agent,
-                                   None) for d in range(2)]
+    split = arena.play_games(key, game, bot_a.act, bot_b.act, 16, opening_moves=2, mesh=mesh)
+    blocks = [arena.play_games(jax.random.fold_in(key, d), game, bot_a.act, bot_b.act, 8, opening_moves=2)
+              for d in range(2)]
     evaluator = evaluation.make_evaluator(config, opponents=("random", "onestep"), num_games=8, mesh=mesh)
     eval_scores = evaluator(jax.random.key(4), two.run_state.train_state.variables)
     diff = max(float(np.max(np.abs(a - b))) for a, b in zip(

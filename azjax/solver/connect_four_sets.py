@@ -1,0 +1,239 @@
+"""Connect Four's labelled positions: six sets of solved positions reached by uniformly random play.
+
+Stratified as Pascal Pons's benchmark sets, by the stones played (begin <= 14, middle 15-28, end > 28) and by
+the stones still to be played under perfect play (easy < 14, medium 14-27, hard >= 28): begin-easy,
+begin-medium, begin-hard, middle-easy, middle-medium and end-easy (the other three cannot occur). Each set holds
+1000 distinct positions. A position is made by drawing its number of stones uniformly from its stage's range
+(begin from 10: a position with fewer stones takes seconds to minutes to label) and playing that many
+uniformly random legal moves from the empty board, starting over when a move would end the game.
+
+Files (azjax/solver/data/connect_four/<stratum>.txt), one position a line, after a header of `#` lines:
+
+    4453657 -3 -=---+-
+
+the moves from the empty board as Pons writes them (columns 1-7), the exact score of the position for the
+player to move (Pons's convention: see `azjax.solver.connect_four`), and each column's outcome for the player to
+move: `+` win, `=` draw, `-` loss, `.` full.
+
+Regenerate them, byte for byte, with the command in `REGENERATE` (about 12 minutes on 2 CPU cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import functools
+import multiprocessing
+import os
+import pathlib
+import time
+
+import numpy as np
+
+from azjax.solver import connect_four as c4
+
+DATA_DIR = pathlib.Path(__file__).parent / "data" / "connect_four"
+FORMAT = "azjax connect_four positions 1"
+REGENERATE = "python -m azjax.solver.connect_four_sets"
+STAGES = {"begin": (10, 14), "middle": (15, 28), "end": (29, 41)}  # stones played, inclusive
+DIFFICULTIES = {"easy": (0, 13), "medium": (14, 27), "hard": (28, 42)}  # stones left under perfect play
+STRATA = ("begin-easy", "begin-medium", "begin-hard", "middle-easy", "middle-medium", "end-easy")
+_OUTCOME_CHARS = {1: "+", 0: "=", -1: "-", c4.ILLEGAL: "."}
+_OUTCOME_OF = {char: value for value, char in _OUTCOME_CHARS.items()}
+
+
+def difficulty(score: int, num_moves: int) -> str:
+    """The difficulty class of a position from its exact score and its number of stones."""
+    left = c4.moves_left(score, num_moves)
+    return next(name for name, (low, high) in DIFFICULTIES.items() if low <= left <= high)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Generation.
+
+_solver: c4.Solver | None = None  # one per worker process
+
+
+def _worker_solver() -> c4.Solver:
+    global _solver
+    if _solver is None:
+        _solver = c4.Solver()
+    return _solver
+
+
+def _score(moves: tuple[int, ...]) -> int:
+    return _worker_solver().solve(moves)
+
+
+def _outcomes(moves: tuple[int, ...]) -> np.ndarray:
+    return _worker_solver().move_scores(moves, weak=True)
+
+
+def _random_position(rng: np.random.Generator, num_moves: int) -> tuple[int, ...]:
+    """`num_moves` uniformly random legal moves from the empty board, none of which ends the game (a game that
+    ends, or fills the board, before is started over)."""
+    while True:
+        moves: list[int] = []
+        position, mask = 0, 0
+        for _ in range(num_moves):
+            playable = c4.playable_columns(mask)
+            if not playable:
+                break
+            column = playable[int(rng.integers(len(playable)))]
+            if c4.wins(position, mask, column):
+                break
+            position, mask = c4.play(position, mask, column)
+            moves.append(column)
+        else:
+            return tuple(moves)
+
+
+def generate(*, seed: int = 0, per_stratum: int = 1000, processes: int | None = None,
+             chunk: int = 256, log=functools.partial(print, flush=True)) -> dict[str, list[tuple[tuple[int, ...], int, np.ndarray]]]:
+    """The labelled sets: {stratum: [(moves, score, outcomes int8 [7]), ...]}, `per_stratum` each.
+
+    Deterministic in `seed` whatever the number of processes and the `chunk` size: each stage draws its
+    candidates in order from its own generator, solves them in parallel, and keeps them in order while their
+    stratum has room and the position is new. So the first k positions of each set do not depend on
+    `per_stratum` either.
+    """
+    kept: dict[str, list[tuple[tuple[int, ...], int, np.ndarray]]] = {name: [] for name in STRATA}
+    seen: set[tuple[int, int]] = set()
+    context = multiprocessing.get_context("spawn")  # no fork of a process that may hold JAX's threads
+    with concurrent.futures.ProcessPoolExecutor(processes or os.cpu_count(), mp_context=context) as pool:
+        for stage_index, (stage, (low, high)) in enumerate(STAGES.items()):
+            rng = np.random.default_rng([seed, stage_index])
+            names = [name for name in STRATA if name.startswith(stage + "-")]
+            start = time.perf_counter()
+            while any(len(kept[name]) < per_stratum for name in names):
+                candidates = [_random_position(rng, int(rng.integers(low, high + 1))) for _ in range(chunk)]
+                scores = list(pool.map(_score, candidates))
+                accepted = []
+                for moves, score in zip(candidates, scores, strict=True):
+                    name = f"{stage}-{difficulty(score, len(moves))}"
+                    position, mask, _ = c4.encode_moves(moves)
+                    if name in kept and len(kept[name]) < per_stratum and (position, mask) not in seen:
+                        seen.add((position, mask))
+                        kept[name].append((moves, score, None))
+                        accepted.append((name, len(kept[name]) - 1, moves))
+                for (name, index, _), outcomes in zip(accepted, pool.map(_outcomes, [m for *_, m in accepted]),
+                                                      strict=True):
+                    moves, score, _ = kept[name][index]
+                    kept[name][index] = (moves, score, outcomes)
+                log(f"{stage}: " + ", ".join(f"{name} {len(kept[name])}" for name in names)
+                    + f" ({time.perf_counter() - start:.0f} s)")
+    return kept
+
+
+def write(sets: dict[str, list[tuple[tuple[int, ...], int, np.ndarray]]], directory: pathlib.Path, *,
+          seed: int) -> None:
+    """Writes one file per stratum (format in the module docstring)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, rows in sets.items():
+        stage, level = name.split("-")
+        header = [
+            f"# {FORMAT}",
+            f"# stratum {name}: {STAGES[stage][0]}-{STAGES[stage][1]} stones played, "
+            f"{DIFFICULTIES[level][0]}-{DIFFICULTIES[level][1]} left under perfect play",
+            f"# positions {len(rows)}",
+            f"# generated by: {REGENERATE} --seed {seed} --per-stratum {len(rows)}",
+            "# moves (columns 1-7) | exact score for the player to move | outcome per column (+ win, = draw, - loss,"
+            " . full)",
+        ]
+        lines = [
+            f"{''.join(str(m + 1) for m in moves)} {score} {''.join(_OUTCOME_CHARS[int(o)] for o in outcomes)}"
+            for moves, score, outcomes in rows
+        ]
+        (directory / f"{name}.txt").write_text("\n".join(header + lines) + "\n")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Loading.
+
+
+def read(path: pathlib.Path) -> tuple[list[list[int]], np.ndarray, np.ndarray]:
+    """One set file: the move lists, exact scores int8 [N] and outcomes int8 [N, 7].
+
+    Raises:
+      ValueError: the file is missing, from another format, truncated or malformed; the message names the file
+        and the command that regenerates it.
+    """
+    def fail(problem: str) -> ValueError:
+        return ValueError(f"{path}: {problem}. Regenerate the Connect Four position sets with `{REGENERATE}` "
+                          "(or reinstall azjax)")
+
+    if not path.is_file():
+        raise fail("the file is missing")
+    lines = path.read_text().splitlines()
+    header = [line for line in lines if line.startswith("#")]
+    body = [line for line in lines if line and not line.startswith("#")]
+    if not header or header[0] != f"# {FORMAT}":
+        raise fail(f"not a file of format {FORMAT!r} (first line {header[0] if header else lines[:1]!r})")
+    declared = next((line.split()[-1] for line in header if line.startswith("# positions ")), None)
+    if declared is None or not declared.isdigit() or int(declared) != len(body):
+        raise fail(f"the header declares {declared} positions but the file holds {len(body)}: it is truncated")
+    moves, scores, outcomes = [], [], []
+    for number, line in enumerate(body, start=len(header) + 1):
+        fields = line.split()
+        valid = (len(fields) == 3 and fields[0].isdigit() and set(fields[0]) <= set("1234567")
+                 and fields[1].lstrip("-").isdigit() and len(fields[2]) == c4.WIDTH
+                 and set(fields[2]) <= set(_OUTCOME_OF))
+        if not valid:
+            raise fail(f"line {number} is not 'moves score outcomes': {line!r}")
+        moves.append([int(c) - 1 for c in fields[0]])
+        scores.append(int(fields[1]))
+        outcomes.append([_OUTCOME_OF[c] for c in fields[2]])
+    return moves, np.array(scores, np.int8), np.array(outcomes, np.int8).reshape(-1, c4.WIDTH)
+
+
+def load(directory: pathlib.Path = DATA_DIR):
+    """The six sets as `positions.LabelledPositions`, checked against the game: every position is reached by
+    its moves without the game ending, and its legal columns are those the file marks."""
+    from azjax import games
+    from azjax.solver import positions
+
+    game = games.make("connect_four")
+    all_moves, scores, outcomes, stratum = [], [], [], []
+    for index, name in enumerate(STRATA):
+        moves, set_scores, set_outcomes = read(directory / f"{name}.txt")
+        all_moves += moves
+        scores.append(set_scores)
+        outcomes.append(set_outcomes)
+        stratum.append(np.full(len(moves), index, np.int32))
+    states = positions.states_from_moves(game, all_moves)
+    action_outcomes = np.concatenate(outcomes)
+    legal = np.asarray(states.legal_action_mask)
+    mismatch = np.flatnonzero(np.asarray(states.terminated) | (legal != (action_outcomes != c4.ILLEGAL)).any(1))
+    if mismatch.size:
+        row = int(mismatch[0])
+        name = STRATA[int(np.concatenate(stratum)[row])]
+        raise ValueError(
+            f"{directory / (name + '.txt')}: the position {''.join(str(m + 1) for m in all_moves[row])} does not "
+            f"fit the game (it ends, or its legal columns differ from the file's); regenerate the sets with "
+            f"`{REGENERATE}`"
+        )
+    return positions.LabelledPositions(
+        states=states,
+        action_outcomes=action_outcomes,
+        stratum=np.concatenate(stratum),
+        strata=STRATA,
+        scores=np.concatenate(scores),
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Regenerate Connect Four's labelled position sets.")
+    parser.add_argument("--seed", type=int, default=0, help="the random play's seed (default 0, the shipped sets)")
+    parser.add_argument("--per-stratum", type=int, default=1000, help="positions per set (default 1000)")
+    parser.add_argument("--processes", type=int, default=None, help="solver processes (default: one per core)")
+    parser.add_argument("--out", type=pathlib.Path, default=DATA_DIR, help=f"directory (default {DATA_DIR})")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    sets = generate(seed=args.seed, per_stratum=args.per_stratum, processes=args.processes)
+    write(sets, args.out, seed=args.seed)
+    print(f"wrote {sum(len(rows) for rows in sets.values())} positions to {args.out} "
+          f"in {time.perf_counter() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -8,7 +8,7 @@ position and, where it has them, its value of each move, so that `azjax play` ca
     random_bot()                       uniformly random legal moves
     onestep_bot(game)                  takes a win in one, else avoids moves that allow a loss in one, else random
     uct_bot(game, num_simulations)     plain Monte-Carlo tree search (UCT) with random rollouts, no network
-    perfect_bot(game)                  random among the moves an exact solution calls optimal (small games)
+    perfect_bot(game)                  random among the optimal moves (small games; Connect Four by alpha-beta)
     greedy_bot(agent)                  a trained network's top move, no search
     alphazero_bot(agent, ...)          a trained network with mctx search (Gumbel or PUCT)
     make_bot("mcts:200", game)         any of them from a command-line spec (see `make_bot`)
@@ -38,6 +38,8 @@ from azjax.search import evaluate_states, make_search_fn
 
 UCT_EXPLORATION = math.sqrt(2.0)  # UCB1's constant for values in [-1, 1]
 PERFECT_MAX_STATES = 20_000  # the perfect player solves the game at once; beyond this many positions it refuses
+CONNECT_FOUR_MAX_SECONDS = 60.0  # Connect Four's perfect player gives up on a position after this long
+CONNECT_FOUR_PERFECT_MIN_STONES = 8  # from this many stones on, its positions take about a second or less
 
 
 @struct.dataclass
@@ -281,15 +283,69 @@ def perfect_analysis(key: jax.Array, states: State, *, solution: solver_lib.Solu
     )
 
 
+def connect_four_perfect_analysis(key: jax.Array, states: State, *, max_seconds: float | None) -> Analysis:
+    """Connect Four's perfect player: each move's outcome and the exact scores of the best ones from the alpha-beta
+    solver (on the host, through `jax.pure_callback`), then uniformly random among the best-scored moves (the
+    fastest win, the slowest loss, any drawing move). Values are outcomes for the player to move: +1 win, 0 draw,
+    -1 loss."""
+    legal = states.legal_action_mask
+    shape = jax.ShapeDtypeStruct(legal.shape, jnp.int8)
+    outcomes, scores = jax.pure_callback(
+        functools.partial(_connect_four_best_moves, max_seconds=max_seconds),
+        (shape, shape),
+        states.board, states.current_player, states.terminated,
+        vmap_method="broadcast_all",
+    )
+    scores = jnp.where(legal, scores.astype(jnp.int32), -1000)  # ILLEGAL (-128) marks moves of a worse outcome
+    best = legal & (scores == scores.max(axis=-1, keepdims=True))
+    outcomes = jnp.where(legal, outcomes.astype(jnp.float32), jnp.nan)
+    return Analysis(
+        action=_sample(key, best),
+        policy=_uniform_policy(best),
+        value=jnp.where(states.terminated, jnp.nan, jnp.max(jnp.where(legal, outcomes, -1.0), axis=-1)),
+        action_values=outcomes,
+    )
+
+
+_connect_four_solvers: dict = {}  # one per time limit, made at first use (~80 MB each)
+
+
+def _connect_four_best_moves(boards, players, terminated, *, max_seconds: float | None):
+    """Host side of `connect_four_perfect_analysis`: outcomes and best scores, int8 [B, 7] each (see
+    `connect_four.Solver.best_moves_bits`); zeros for terminal states."""
+    import numpy as np
+
+    from azjax.solver import connect_four
+
+    solver = _connect_four_solvers.get(max_seconds)
+    if solver is None:
+        solver = _connect_four_solvers[max_seconds] = connect_four.Solver(max_seconds=max_seconds)
+    boards, players, terminated = np.asarray(boards), np.asarray(players), np.asarray(terminated)
+    outcomes = np.zeros((len(boards), connect_four.WIDTH), np.int8)
+    scores = np.zeros((len(boards), connect_four.WIDTH), np.int8)
+    for row in np.flatnonzero(~terminated):
+        position = connect_four.encode_board(boards[row], int(players[row]))
+        outcomes[row], scores[row] = solver.best_moves_bits(*position)
+    return outcomes, scores
+
+
 def perfect_bot(
-    game: Game, solution: solver_lib.Solution | None = None, *, max_states: int = PERFECT_MAX_STATES
+    game: Game, solution: solver_lib.Solution | None = None, *, max_states: int = PERFECT_MAX_STATES,
+    max_seconds: float | None = CONNECT_FOUR_MAX_SECONDS,
 ) -> Bot:
-    """A perfect player ("perfect"), uniformly random among optimal moves, from `solver.solve(game)`.
+    """A perfect player ("perfect"), uniformly random among optimal moves: from `solver.solve(game)` for a small
+    game (tic-tac-toe), from the alpha-beta solver for Connect Four.
+
+    Connect Four's costs: a position with 8 or more stones takes about a second or less (middle and end games
+    micro- to milliseconds); the first moves take minutes. A position that takes longer than `max_seconds` stops
+    the match with `SolveTimeout`: start games from openings of 8 or more moves (`--opening-moves 8`).
 
     Raises:
       ValueError: the game is too large to solve exactly here (more than `max_states` positions), or cannot be
         solved (see `solver.solve`).
     """
+    if game.name == "connect_four":
+        return Bot("perfect", functools.partial(connect_four_perfect_analysis, max_seconds=max_seconds))
     if solution is None:
         try:
             solution = solver_lib.solve(game, max_states=max_states)

@@ -104,7 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 _AGENT_HELP = (
     "random | onestep (takes a win, blocks a loss in one) | mcts:N (UCT with random rollouts, N simulations) | "
-    "perfect (exact, tic_tac_toe) | greedy:RUN_DIR (the network, no search) | az:RUN_DIR[:SIMS] or RUN_DIR "
+    "perfect (exact: tic_tac_toe; connect_four from 8 stones on) | greedy:RUN_DIR (the network, no search) | "
+    "az:RUN_DIR[:SIMS] or RUN_DIR "
     "(the network with search)"
 )
 
@@ -132,6 +133,11 @@ def _add_eval_and_play(commands) -> None:
     evaluate.add_argument("--devices", type=int, help="split the games over this many devices, each playing its "
                           "share on its own (default: as many as divide --games / 2; on a CPU, azjax makes each "
                           "core a device)")
+    evaluate.add_argument("--positions", action="store_true", help="instead of matches, judge each agent on the "
+                          "game's solved positions (tic_tac_toe: all 4520; connect_four: six sets of 1000 from "
+                          "random play): the share where its move keeps the game-theoretic outcome, per stratum "
+                          "with 95%% intervals, and how often its value names the outcome. greedy:RUN judges the "
+                          "network alone, RUN its search")
     evaluate.add_argument("--seed", type=int, default=0, help="the random seed (default: 0)")
     evaluate.add_argument("--json", type=Path, metavar="PATH", help="also write the results as JSON")
 
@@ -176,8 +182,10 @@ def _eval(args: argparse.Namespace) -> int:
     parallel.expose_cpu_cores(args.devices)  # before jax starts its backend
     import jax
 
+    if args.positions:
+        return _judge_on_positions(args)
     if len(args.agents) < 2:
-        raise agents.SpecError("give at least two agents to play each other")
+        raise agents.SpecError("give at least two agents to play each other (or one with --positions)")
     if args.games < 2 or args.games % 2:
         raise agents.SpecError(f"--games must be even and >= 2 (half in each seat), got {args.games}")
     if args.opening_moves < 0 or (args.simulations is not None and args.simulations < 1):
@@ -188,6 +196,16 @@ def _eval(args: argparse.Namespace) -> int:
         raise agents.SpecError(str(error)) from None
     mesh = parallel.make_mesh(devices) if len(devices) > 1 else None
     game = _game_for(args.agents, args.game)
+    if game.name == "connect_four" and args.opening_agent.strip() == "perfect":
+        raise agents.SpecError("Connect Four's perfect player cannot play the openings (the first positions take "
+                               "minutes to solve): use --opening-agent random")
+    if game.name == "connect_four" and "perfect" in args.agents:
+        if args.opening_moves < agents.CONNECT_FOUR_PERFECT_MIN_STONES:
+            raise agents.SpecError(
+                f"Connect Four's perfect player answers positions of {agents.CONNECT_FOUR_PERFECT_MIN_STONES} or "
+                "more stones in about a second, earlier ones take minutes: give --opening-moves "
+                f"{agents.CONNECT_FOUR_PERFECT_MIN_STONES} (or more)"
+            )
     perfect = None  # solved once, shared by every use of "perfect"
     bots = []
     for spec in [*args.agents, args.opening_agent]:
@@ -231,6 +249,30 @@ def _eval(args: argparse.Namespace) -> int:
     if args.json is not None:
         args.json.write_text(json.dumps(dict(table.to_dict(), game=game.name, games_per_pairing=args.games), indent=2)
                              + "\n")
+        print(f"Results written to {args.json}")
+    return 0
+
+
+def _judge_on_positions(args: argparse.Namespace) -> int:
+    import jax
+
+    from azjax import agents, evaluation
+    from azjax.solver import positions
+
+    game = _game_for(args.agents, args.game)
+    labelled = positions.load(game.name)
+    if labelled is None:
+        raise agents.SpecError(f"{game.name} has no labelled positions to judge agents on (tic_tac_toe and "
+                               "connect_four have; see azjax.solver.positions.register for your own game)")
+    print(f"{game.name}: {len(args.agents)} agent(s) judged on {labelled.num_positions} solved positions.", flush=True)
+    results = {}
+    for spec in args.agents:
+        bot = agents.make_bot(spec, game, num_simulations=args.simulations, policy=args.search_policy)
+        report = evaluation.judge_bot(jax.random.key(args.seed), bot, labelled)
+        print(f"\n{bot.name}:\n{report.format()}", flush=True)
+        results[bot.name] = report.to_dict()
+    if args.json is not None:
+        args.json.write_text(json.dumps(dict(game=game.name, positions=results), indent=2) + "\n")
         print(f"Results written to {args.json}")
     return 0
 

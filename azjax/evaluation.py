@@ -9,6 +9,7 @@ and round robins is `azjax.arena`; the baseline agents are `azjax.agents`.
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable, Sequence
 
 import jax
@@ -22,6 +23,7 @@ from azjax.agent import make_agent
 from azjax.arena import random_agent
 from azjax.config import Config
 from azjax.games import Game, State
+from azjax.solver import positions as positions_lib
 
 AgentFn = Callable[[jax.Array, State], jax.Array]
 Evaluator = Callable[[jax.Array, dict], dict[str, float]]
@@ -31,6 +33,7 @@ __all__ = [
     "Evaluator",
     "default_opponents",
     "head_to_head",
+    "judge_bot",
     "make_evaluator",
     "random_agent",
     "solver_report",
@@ -115,6 +118,27 @@ def default_opponents(game_name: str) -> tuple[str, ...]:
     return opponents + ("perfect",) if game_name == "tic_tac_toe" else opponents
 
 
+def judge_bot(
+    key: jax.Array, bot: agents_lib.Bot, labelled: positions_lib.LabelledPositions, *, batch_size: int = 1024
+) -> positions_lib.Report:
+    """Judges any agent on labelled positions (`azjax.solver.positions`): the share of positions where its move
+    keeps the game-theoretic outcome, per stratum, and, where it gives values (for the player to move), the share
+    where the value's sign names the outcome. `greedy_bot(agent)` judges a network's top move and value,
+    `alphazero_bot(agent)` its search. Runs in batches of `batch_size` (the last one padded), compiled once."""
+    analyse = jax.jit(bot.analyse)
+    size = labelled.num_positions
+    actions, values = [], []
+    for start in range(0, size, batch_size):
+        rows = np.arange(start, start + batch_size) % size  # pad the last batch by wrapping: one compiled shape
+        analysis = jax.device_get(analyse(jax.random.fold_in(key, start), jax.tree.map(lambda x: x[rows],
+                                                                                       labelled.states)))
+        keep = min(batch_size, size - start)
+        actions.append(np.asarray(analysis.action)[:keep])
+        values.append(np.asarray(analysis.value)[:keep])
+    value = np.concatenate(values)
+    return positions_lib.judge(labelled, np.concatenate(actions), None if np.isnan(value).all() else value)
+
+
 def make_evaluator(
     config: Config,
     *,
@@ -127,10 +151,15 @@ def make_evaluator(
 
     The run's agent (its network with its search, `num_simulations` or the run's, no root noise) plays
     `num_games` games (half in each seat) against each opponent; a score is (wins + draws / 2) / games, from the
-    agent's side. "eval/score" is the mean over the opponents. For tic-tac-toe the exact solution also gives
-    "eval/optimal_move_rate": the share of the 4520 non-terminal positions where the network's top move (no
-    search) is optimal. Everything runs as one program, compiled at the first call; later calls (new variables,
-    same shapes) reuse it.
+    agent's side. "eval/score" is the mean over the opponents. Everything runs as one program, compiled at the
+    first call; later calls (new variables, same shapes) reuse it.
+
+    For a game with labelled positions (`azjax.solver.positions`: tic-tac-toe's 4520 positions, Connect Four's
+    six solved sets) the network alone (its top move, its value; no search) is also judged on them, by a second
+    program that is only the network's forward pass: "eval/optimal_move_rate" (share of positions whose top move
+    keeps the game-theoretic outcome), "eval/optimal_move_rate/<stratum>", "eval/optimal_move_rate_can_err..."
+    (over positions where a mistake is possible), "eval/value_accuracy..." (the value's sign names the outcome),
+    and "positions_seconds", the time it took.
 
     Args:
       config: the run's config.
@@ -142,7 +171,7 @@ def make_evaluator(
     """
     game = games.make(config.game)
     specs = tuple(opponents) if opponents is not None else default_opponents(config.game)
-    solution = solver_lib.solve(game) if "perfect" in specs or config.game == "tic_tac_toe" else None
+    solution = solver_lib.solve(game) if "perfect" in specs else None
     bots = [agents_lib.make_bot(spec, game, solution=solution) for spec in specs]
     names = ["eval/" + spec.replace(":", "") for spec in specs]
     if mesh is not None:
@@ -156,16 +185,31 @@ def make_evaluator(
             names=tuple(names),
             num_games=num_games,
             num_simulations=num_simulations,
-            solution=solution,
             mesh=mesh,
         )
     )
+    labelled = positions_lib.load(config.game)
+    network_on_positions = jax.jit(functools.partial(_network_on_positions, config))
+    states = None if labelled is None else parallel.replicate(labelled.states, mesh)
 
     def evaluator(key: jax.Array, variables: dict) -> dict[str, float]:
-        results = evaluate(key, parallel.replicate(variables, mesh))
-        return {name: float(value) for name, value in jax.device_get(results).items()}
+        variables = parallel.replicate(variables, mesh)
+        results = {name: float(value) for name, value in jax.device_get(evaluate(key, variables)).items()}
+        if labelled is not None:
+            tick = time.perf_counter()
+            actions, values = jax.device_get(network_on_positions(variables, states))
+            report = positions_lib.judge(labelled, actions, values)
+            results.update(report.to_dict(prefix="eval/"))
+            results["positions_seconds"] = round(time.perf_counter() - tick, 3)
+        return results
 
     return evaluator
+
+
+def _network_on_positions(config: Config, variables: dict, states: State) -> tuple[jax.Array, jax.Array]:
+    """The network's top move (illegal moves masked) and value, for the player to move, in each position."""
+    logits, values = make_agent(config, variables).policy_value(states)
+    return jnp.argmax(logits, axis=-1), values
 
 
 def _evaluate(
@@ -178,7 +222,6 @@ def _evaluate(
     names: tuple[str, ...],
     num_games: int,
     num_simulations: int | None,
-    solution: solver_lib.Solution | None,
     mesh: Mesh | None,
 ) -> dict[str, jax.Array]:
     agent = make_agent(config, variables)
@@ -189,9 +232,4 @@ def _evaluate(
         results[name] = jnp.mean((outcome + 1.0) / 2.0)
     if results:
         results["eval/score"] = jnp.mean(jnp.stack(list(results.values())))
-    if solution is not None:
-        positions = np.flatnonzero(~np.asarray(solution.terminal))
-        states = jax.tree.map(lambda x: x[positions], solution.states)
-        actions = agents_lib.greedy_bot(agent).act(key, states)
-        results["eval/optimal_move_rate"] = jnp.mean(solution.optimal_actions[positions, actions])
     return results

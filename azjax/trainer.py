@@ -75,8 +75,9 @@ def train(
 
     Every `eval_every` iterations (0 = never) the current network plays fixed baselines: `evaluator(key,
     variables)` (default `evaluation.make_evaluator(config)`: random, one-ply, UCT-100 and, for tic-tac-toe, the
-    perfect player, its games split over the run's devices) returns "eval/..." scores, which go into that
-    iteration's record (and so the metrics log, TensorBoard, the plot and the choice of the best checkpoint), with
+    perfect player, its games split over the run's devices; for games with labelled positions, also the network's
+    optimal-move rate and value accuracy on them) returns "eval/..." figures, which go into that iteration's
+    record (and so the metrics log, TensorBoard, the plot and the choice of the best checkpoint), with
     "eval_seconds". The variables it gets are replicated over the run's devices.
 
     Data parallelism: the games and the SGD batch are split over `num_devices` of `jax.devices()` (None: as many
@@ -340,9 +341,14 @@ def _plot(run_dir: Path) -> Path | None:
         ("throughput (positions/s)", ["positions_per_second"]),
     ]
     evals = sorted({k for r in records for k in r if k.startswith("eval/")})
-    if evals:
-        panels.append(("evaluation score", evals))
-        panels.append(("evaluation score vs wall clock", evals))
+    judged = ("eval/optimal_move_rate", "eval/value_accuracy")  # on labelled positions: its own panel
+    scores = [name for name in evals if not name.startswith(judged)]
+    if scores:
+        panels.append(("evaluation score", scores))
+        panels.append(("evaluation score vs wall clock", scores))
+    perfect_play = [name for name in evals if name.startswith(judged[0]) and "can_err" not in name]
+    if perfect_play:
+        panels.append(("optimal-move rate vs wall clock", perfect_play + [n for n in evals if n == judged[1]]))
     # Wall-clock minutes since the run began; "time" restarts with each resumed session, so sessions are chained.
     minutes, offset, previous = [], 0.0, 0.0
     for r in records:
@@ -357,7 +363,8 @@ def _plot(run_dir: Path) -> Path | None:
         for name in names:
             points = [(x, r[name]) for x, r in zip(x_values, records, strict=True) if name in r]
             if points:
-                ax.plot(*zip(*points, strict=True), label=name, marker="." if title.startswith("evaluation") else None)
+                marker = "." if title.startswith(("evaluation", "optimal")) else None
+                ax.plot(*zip(*points, strict=True), label=name.removeprefix("eval/"), marker=marker)
         ax.set_title(title)
         ax.set_xlabel(x_label)
         ax.legend(fontsize=7)

@@ -1,5 +1,7 @@
 """Does a game learn on the CPU? Train its small preset for a few minutes, then play the final agent against a
-uniformly random player and against its own first checkpoint.
+uniformly random player and against its own first checkpoint, and, for a game with labelled positions
+(tic-tac-toe, Connect Four), judge it against perfect play: the share of solved positions where the network's top
+move, and the search's move, keep the game-theoretic outcome, per stratum, and the value head's accuracy.
 
     python experiments/learns.py --game connect_four --out runs/c4 --seconds 600
     python experiments/learns.py --game othello6 --out runs/othello6 --seconds 300
@@ -24,8 +26,9 @@ from pathlib import Path
 
 import jax
 
-from azjax import checkpointing, config as config_lib, evaluation, parallel, trainer
+from azjax import agents, checkpointing, config as config_lib, evaluation, parallel, trainer
 from azjax.agent import load_agent
+from azjax.solver import positions
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -75,6 +78,15 @@ def main(argv: list[str] | None = None) -> dict:
     }
     for match in ("vs_random", "vs_first_checkpoint"):
         report[match]["win_rate"] = report[match]["wins"] / report[match]["games"]
+    labelled = positions.load(args.game)
+    if labelled is not None:
+        start = time.perf_counter()
+        network = evaluation.judge_bot(key, agents.greedy_bot(final), labelled)
+        searched = evaluation.judge_bot(key, agents.alphazero_bot(final), labelled)
+        print(f"network's top move on {labelled.num_positions} solved positions:\n{network.format()}")
+        print(f"search's move ({final.config.search.num_simulations} simulations):\n{searched.format()}")
+        report["positions"] = {"network": network.to_dict(), "search": searched.to_dict(),
+                               "seconds": round(time.perf_counter() - start, 1)}
     print(json.dumps(report, indent=2))
     (args.out / "learns.json").write_text(json.dumps(report, indent=2))
     return report

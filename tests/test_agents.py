@@ -214,7 +214,7 @@ def test_malformed_specs_give_one_line_errors(ttt, spec, message):
     assert "\n" not in str(error.value)
 
 
-def test_perfect_refuses_large_games(c4):
+def test_perfect_refuses_large_games():
     with pytest.raises(SpecError, match="small games such as tic_tac_toe") as error:
-        agents.make_bot("perfect", c4)
+        agents.make_bot("perfect", games.make("othello"))
     assert "\n" not in str(error.value)

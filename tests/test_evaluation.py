@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from azjax import arena, checkpointing, cli, evaluation, games, trainer
+from azjax import arena, checkpointing, cli, config as config_lib, evaluation, games, trainer
 from azjax.arena import MatchResult
 
 
@@ -217,11 +217,24 @@ def test_training_logs_evaluations(run_dir):
     records = checkpointing.read_metrics(run_dir)
     assert [r["iteration"] for r in records] == [1, 2]
     for record in records:
-        for name in ("eval/random", "eval/score", "eval/optimal_move_rate"):
+        for name in ("eval/random", "eval/score", "eval/optimal_move_rate", "eval/value_accuracy"):
             assert 0.0 <= record[name] <= 1.0, name
         assert record["eval/score"] == record["eval/random"]  # the mean over the opponents
-        assert record["eval_seconds"] > 0
+        assert record["eval_seconds"] > record["positions_seconds"] > 0
     assert (run_dir / "learning_curves.png").is_file()
+
+
+def test_connect_four_evaluation_judges_the_network_per_stratum(tiny_overrides):
+    from azjax.solver import connect_four_sets
+    from azjax.training import init_run_state
+
+    config = config_lib.with_overrides(config_lib.get_config("connect_four", "cpu"), tiny_overrides)
+    variables = init_run_state(config).train_state.variables
+    results = evaluation.make_evaluator(config, opponents=())(jax.random.key(0), variables)
+    per_stratum = [results[f"eval/optimal_move_rate/{name}"] for name in connect_four_sets.STRATA]
+    assert results["eval/optimal_move_rate"] == pytest.approx(np.mean(per_stratum))  # 1000 positions each
+    assert 0.0 <= results["eval/value_accuracy"] <= 1.0
+    assert "eval/score" not in results  # no opponents, no matches
 
 
 def test_default_opponents():
@@ -244,6 +257,17 @@ def test_cli_eval_prints_the_table(capsys, tmp_path):
     assert perfect_vs_random["losses" if perfect_vs_random["name_a"] == "perfect" else "wins"] == 0
 
 
+def test_cli_eval_judges_agents_on_solved_positions(capsys, tmp_path):
+    path = tmp_path / "positions.json"
+    assert cli.main(["eval", "random", "perfect", "--positions", "--json", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "tic_tac_toe: 2 agent(s) judged on 4520 solved positions." in out
+    data = json.loads(path.read_text())["positions"]
+    assert data["perfect"]["optimal_move_rate"] == 1.0
+    assert 0.3 < data["random"]["optimal_move_rate"] < 0.9
+    assert data["random"]["optimal_move_rate_can_err"] < data["random"]["optimal_move_rate"]
+
+
 def test_cli_eval_trained_agents(capsys, run_dir):
     # The game comes from the run directory.
     assert cli.main(["eval", f"az:{run_dir}:4", f"greedy:{run_dir}", "--games", "4"]) == 0
@@ -261,6 +285,10 @@ def test_cli_eval_trained_agents(capsys, run_dir):
         (["eval", "random", "onestep", "--game", "chess"], "unknown game 'chess'"),
         (["eval", "random", "onestep", "--devices", "64"], "asked for 64, but jax sees 1"),
         (["eval", "random", "onestep", "--devices", "0"], "asked for 0"),
+        (["eval", "random", "--game", "othello", "--positions"], "othello has no labelled positions"),
+        (["eval", "random", "perfect", "--game", "connect_four", "--opening-moves", "4"], "--opening-moves 8"),
+        (["eval", "random", "onestep", "--game", "connect_four", "--opening-agent", "perfect"],
+         "--opening-agent random"),
     ],
 )
 def test_cli_eval_errors(capsys, argv, message):
@@ -277,5 +305,6 @@ def test_default_evaluator(tiny_config):
     variables = init_run_state(tiny_config).train_state.variables
     results = evaluation.make_evaluator(tiny_config, num_games=8)(jax.random.key(0), variables)
     assert set(results) == {"eval/random", "eval/onestep", "eval/mcts100", "eval/perfect", "eval/score",
-                            "eval/optimal_move_rate"}
+                            "eval/optimal_move_rate", "eval/optimal_move_rate_can_err", "eval/value_accuracy",
+                            "positions_seconds"}
     assert results["eval/perfect"] <= 0.5

@@ -20,6 +20,10 @@ def test_trains_keeps_the_first_checkpoint_and_reports(load_experiment, tiny_ove
             assert result["as_first"]["wins"] + result["as_second"]["wins"] == result["wins"]
             assert result["win_rate"] == result["wins"] / 8
         assert json.loads((out / "learns.json").read_text()) == report
+        judged = report["positions"]  # tic-tac-toe's 4520 solved positions
+        for agent in ("network", "search"):
+            assert 0.0 <= judged[agent]["optimal_move_rate"] <= 1.0
+            assert 0.0 <= judged[agent]["optimal_move_rate_can_err"] <= judged[agent]["optimal_move_rate"]
 
         again = learns.main([*argv, "--seconds", "0"])  # evaluation only: no iteration added
         assert again["iterations"] == 2 and again["training_seconds"] < 60

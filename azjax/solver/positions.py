@@ -1,0 +1,256 @@
+"""Labelled positions: solved positions of a game, grouped in strata, that judge an agent's moves and values.
+
+A game with labelled positions gets the same figures everywhere (training's evaluation, `azjax eval RUN
+--positions`, experiments/learns.py): the *optimal-move rate*, the share of positions where an agent's move keeps
+the game-theoretic outcome (a won position stays won, a drawn one drawn), per stratum with a Wilson interval, and
+the *value accuracy*, the share where the sign of the value head (-1/3 and 1/3 split loss, draw and win) names the
+outcome.
+
+    labelled = positions.load("connect_four")        # None for a game without labelled positions
+    report = positions.judge(labelled, actions)      # actions int [N]: the move an agent plays in each position
+
+Built in: tic-tac-toe (every one of its 4520 non-terminal positions, one stratum "all", from the exhaustive
+solver) and Connect Four (six sets of 1000 positions reached by uniformly random play, shipped with the package
+and stratified as Pascal Pons's benchmark sets: see `azjax.solver.connect_four_sets`). A user's game gets the
+figures by `register(game_name, loader)`.
+
+Perspective: every outcome is for the player to move in the position: +1 a win, 0 a draw, -1 a loss under perfect
+play by both sides. An action's outcome is the mover's outcome after playing it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from azjax.games import Game, State
+
+ILLEGAL = -2  # the outcome entry of an illegal action
+
+
+@dataclasses.dataclass(frozen=True)
+class LabelledPositions:
+    """Solved positions of one game. N positions, A actions, S strata.
+
+    Attributes:
+      states: State [N], the positions (non-terminal), batched on a leading axis.
+      action_outcomes: int8 [N, A], the outcome for the player to move of playing each action, then perfect play:
+        +1 win, 0 draw, -1 loss; `ILLEGAL` (-2) for illegal actions.
+      stratum: int32 [N], each position's index into `strata`.
+      strata: the strata's names, e.g. ("begin-easy", ..., "end-easy").
+      scores: int8 [N] exact scores for the player to move where the game has them (Connect Four: Pons's
+        convention, see `azjax.solver.connect_four`), else None.
+    """
+
+    states: State
+    action_outcomes: np.ndarray
+    stratum: np.ndarray
+    strata: tuple[str, ...]
+    scores: np.ndarray | None = None
+
+    @property
+    def num_positions(self) -> int:
+        return len(self.stratum)
+
+    @property
+    def outcomes(self) -> np.ndarray:
+        """int8 [N]: each position's outcome for the player to move (the best of its actions')."""
+        return self.action_outcomes.max(axis=1)
+
+    @property
+    def optimal_actions(self) -> np.ndarray:
+        """bool [N, A]: the legal actions that keep the position's outcome."""
+        return self.action_outcomes == self.outcomes[:, None]
+
+    @property
+    def can_err(self) -> np.ndarray:
+        """bool [N]: positions where some legal action changes the outcome (a mistake is possible)."""
+        legal = self.action_outcomes != ILLEGAL
+        return np.any(legal & ~self.optimal_actions, axis=1)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The registry of games with labelled positions.
+
+_LOADERS: dict[str, Callable[[], LabelledPositions]] = {}
+
+
+def register(game_name: str, loader: Callable[[], LabelledPositions], *, overwrite: bool = False) -> None:
+    """Makes `load(game_name)` return `loader()` (called once, then cached), so that runs of the game report the
+    optimal-move rate and value accuracy on those positions."""
+    if not overwrite and game_name in _LOADERS:
+        raise ValueError(f"labelled positions for {game_name!r} are already registered; pass overwrite=True")
+    _LOADERS[game_name] = loader
+    _load_cached.cache_clear()
+
+
+def has_positions(game_name: str) -> bool:
+    """Whether `load(game_name)` gives positions (without loading them)."""
+    return game_name in _LOADERS
+
+
+def load(game_name: str) -> LabelledPositions | None:
+    """The labelled positions of a game, or None when it has none. Loaded once per process.
+
+    Raises:
+      ValueError: a shipped file is missing, truncated or does not fit the game (the message names the file and
+        the command that regenerates it).
+    """
+    return _load_cached(game_name) if game_name in _LOADERS else None
+
+
+@functools.cache
+def _load_cached(game_name: str) -> LabelledPositions:
+    return _LOADERS[game_name]()
+
+
+def _tic_tac_toe() -> LabelledPositions:
+    from azjax import games
+    from azjax.solver import exhaustive
+
+    solution = exhaustive.solve(games.make("tic_tac_toe"))
+    positions = np.flatnonzero(~np.asarray(solution.terminal))
+    values = np.asarray(solution.action_values)[positions]
+    outcomes = np.where(np.isfinite(values), np.rint(np.nan_to_num(values, neginf=0.0)), ILLEGAL).astype(np.int8)
+    return LabelledPositions(
+        states=jax.tree.map(lambda x: jnp.asarray(x)[positions], solution.states),
+        action_outcomes=outcomes,
+        stratum=np.zeros(len(positions), np.int32),
+        strata=("all",),
+    )
+
+
+def _connect_four() -> LabelledPositions:
+    from azjax.solver import connect_four_sets
+
+    return connect_four_sets.load()
+
+
+register("tic_tac_toe", _tic_tac_toe)
+register("connect_four", _connect_four)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# States from move lists.
+
+
+def states_from_moves(game: Game, moves: list[list[int]]) -> State:
+    """The states [N] reached by playing each list of actions from `game.init` (a fixed key). One compiled
+    replay for all lists: shorter lists are padded, their padding steps not taken."""
+    length = max(len(line) for line in moves)
+    table = np.full((len(moves), max(length, 1)), -1, np.int32)
+    for row, line in enumerate(moves):
+        table[row, : len(line)] = line
+    return _replay(game, jnp.asarray(table))
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _replay(game: Game, table: jax.Array) -> State:
+    def play(actions: jax.Array) -> State:
+        def body(state: State, action: jax.Array) -> tuple[State, None]:
+            stepped = game.step(state, jnp.maximum(action, 0))
+            return jax.tree.map(lambda new, old: jnp.where(action >= 0, new, old), stepped, state), None
+
+        return jax.lax.scan(body, game.init(jax.random.key(0)), actions)[0]
+
+    return jax.vmap(play)(table)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Judging an agent.
+
+
+@dataclasses.dataclass(frozen=True)
+class Rate:
+    """`hits` of `total` positions, with a 95% Wilson interval."""
+
+    hits: int
+    total: int
+
+    @property
+    def rate(self) -> float:
+        return self.hits / self.total if self.total else float("nan")
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        from azjax.arena import wilson_interval  # late: the arena imports the agents, which import the solver
+
+        return wilson_interval(self.rate, self.total) if self.total else (float("nan"), float("nan"))
+
+    def __str__(self) -> str:
+        low, high = self.interval
+        return f"{self.rate:6.1%} [{low:.1%}, {high:.1%}] of {self.total}"
+
+
+def hits(labelled: LabelledPositions, actions: jax.Array) -> jax.Array:
+    """bool [N]: whether each action (int [N], the agent's move in each position) keeps the outcome. Jittable;
+    an out-of-range or illegal action is a miss."""
+    actions = jnp.asarray(actions, jnp.int32)
+    optimal = jnp.asarray(labelled.optimal_actions)
+    in_range = (actions >= 0) & (actions < optimal.shape[1])
+    return in_range & jnp.take_along_axis(optimal, jnp.clip(actions, 0, optimal.shape[1] - 1)[:, None], 1)[:, 0]
+
+
+def value_hits(labelled: LabelledPositions, values: jax.Array) -> jax.Array:
+    """bool [N]: whether each value (float [N], for the player to move, in [-1, 1]) names the outcome, with
+    -1/3 and 1/3 splitting loss, draw and win. Jittable."""
+    predicted = jnp.where(values > 1 / 3, 1, jnp.where(values < -1 / 3, -1, 0))
+    return predicted == jnp.asarray(labelled.outcomes, jnp.int32)
+
+
+@dataclasses.dataclass(frozen=True)
+class Report:
+    """Optimal-move rates per stratum and in all ("all"), over every position and over those where a mistake is
+    possible ("can err"); and the value accuracy where values were given."""
+
+    moves: dict[str, Rate]
+    moves_can_err: dict[str, Rate]
+    values: dict[str, Rate] | None = None
+
+    def to_dict(self, prefix: str = "") -> dict[str, float]:
+        """Flat figures for metrics: `{prefix}optimal_move_rate[/stratum]`, `..._can_err`, `value_accuracy`."""
+        flat = {}
+        for name, table in (("optimal_move_rate", self.moves), ("optimal_move_rate_can_err", self.moves_can_err),
+                            ("value_accuracy", self.values or {})):
+            for stratum, rate in table.items():
+                flat[prefix + name + ("" if stratum == "all" else "/" + stratum)] = rate.rate
+        return flat
+
+    def format(self, title: str = "optimal moves") -> str:
+        """A table: one row per stratum."""
+        rows = [f"{'':14} {title:32} {'where a mistake is possible':32}"
+                + (f" {'value accuracy':32}" if self.values else "")]
+        for stratum in self.moves:
+            row = f"{stratum:14} {str(self.moves[stratum]):32} {str(self.moves_can_err[stratum]):32}"
+            if self.values:
+                row += f" {str(self.values[stratum]):32}"
+            rows.append(row.rstrip())
+        return "\n".join(rows)
+
+
+def judge(labelled: LabelledPositions, actions: np.ndarray, values: np.ndarray | None = None) -> Report:
+    """Judges an agent's moves (int [N]) and, if given, its values (float [N], for the player to move) on the
+    labelled positions: per stratum and in all."""
+    move_hits = np.asarray(hits(labelled, actions))
+    value_ok = None if values is None else np.asarray(value_hits(labelled, values))
+    can_err = labelled.can_err
+    groups = {name: labelled.stratum == index for index, name in enumerate(labelled.strata)}
+    if len(groups) > 1:
+        groups["all"] = np.ones(labelled.num_positions, bool)
+    else:
+        groups = {"all": np.ones(labelled.num_positions, bool)}
+
+    def rates(ok: np.ndarray, where: np.ndarray) -> dict[str, Rate]:
+        return {name: Rate(int(np.sum(ok & group & where)), int(np.sum(group & where))) for name, group in groups.items()}
+
+    everywhere = np.ones(labelled.num_positions, bool)
+    return Report(
+        moves=rates(move_hits, everywhere),
+        moves_can_err=rates(move_hits, can_err),
+        values=None if value_ok is None else rates(value_ok, everywhere),
+    )

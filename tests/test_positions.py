@@ -1,0 +1,147 @@
+"""Labelled positions: the shipped Connect Four sets (checked against an independent reference and regenerated),
+tic-tac-toe's positions, judging agents on them, and clear errors for damaged set files."""
+
+from __future__ import annotations
+
+import shutil
+
+import jax
+import numpy as np
+import pytest
+
+from azjax import agents, evaluation, games
+from azjax.solver import connect_four as c4, connect_four_sets as sets, positions
+
+from test_connect_four_solver import _grid, _reference_move_scores
+
+
+@pytest.fixture(scope="module")
+def labelled() -> positions.LabelledPositions:
+    return positions.load("connect_four")
+
+
+def test_the_shipped_sets_hold_1000_positions_per_stratum(labelled):
+    assert labelled.strata == sets.STRATA
+    assert np.bincount(labelled.stratum).tolist() == [1000] * 6
+    assert not np.asarray(labelled.states.terminated).any()
+    assert labelled.optimal_actions.any(axis=1).all()
+    stones = np.count_nonzero(np.asarray(labelled.states.board), axis=1)
+    for index, name in enumerate(labelled.strata):
+        stage, level = name.split("-")
+        chosen = labelled.stratum == index
+        low, high = sets.STAGES[stage]
+        assert low <= stones[chosen].min() and stones[chosen].max() <= high
+        left = [c4.moves_left(int(s), int(n)) for s, n in zip(labelled.scores[chosen], stones[chosen], strict=True)]
+        assert sets.DIFFICULTIES[level][0] <= min(left) and max(left) <= sets.DIFFICULTIES[level][1]
+    # The exact scores agree with the outcomes; the positions are distinct.
+    assert (np.sign(labelled.scores) == labelled.outcomes).all()
+    boards = np.asarray(labelled.states.board)
+    assert len(np.unique(boards, axis=0)) == labelled.num_positions
+
+
+def test_end_game_labels_match_exhaustive_minimax(labelled):
+    rows = np.flatnonzero(labelled.stratum == sets.STRATA.index("end-easy"))[:60]
+    moves, _, _ = sets.read(sets.DATA_DIR / "end-easy.txt")
+    for row, line in zip(rows, moves[:60], strict=True):
+        expected = _reference_move_scores(_grid(line), len(line), {})
+        outcomes = [c4.ILLEGAL if s is None else int(np.sign(s)) for s in expected]
+        assert labelled.action_outcomes[row].tolist() == outcomes
+        assert labelled.scores[row] == max(s for s in expected if s is not None)
+
+
+def test_regenerating_gives_the_shipped_files(tmp_path):
+    """The first positions of every set, regenerated from the seed, byte for byte (a set's first k positions do
+    not depend on its size)."""
+    generated = sets.generate(seed=0, per_stratum=2, processes=1, chunk=8, log=lambda _: None)
+    sets.write(generated, tmp_path, seed=0)
+    for name in sets.STRATA:
+        shipped = (sets.DATA_DIR / f"{name}.txt").read_text().splitlines()
+        fresh = (tmp_path / f"{name}.txt").read_text().splitlines()
+        body = [line for line in fresh if not line.startswith("#")]
+        assert body == [line for line in shipped if not line.startswith("#")][:2]
+
+
+def test_a_random_agent_keeps_the_outcome_in_about_60_percent(labelled):
+    legal = labelled.action_outcomes != c4.ILLEGAL
+    expected = labelled.optimal_actions.sum(axis=1) / legal.sum(axis=1)  # its chance in each position
+    for stage in ("begin", "middle", "end"):
+        chosen = np.char.startswith(np.array(labelled.strata)[labelled.stratum], stage)
+        assert 0.45 < expected[chosen].mean() < 0.75, stage
+    can_err = labelled.can_err.mean()
+    assert 0.3 < can_err < 0.8
+    report = evaluation.judge_bot(jax.random.key(0), agents.random_bot(), labelled)
+    assert report.moves["all"].rate == pytest.approx(expected.mean(), abs=0.02)
+    assert report.values is None  # the random agent has no values
+
+
+def test_the_perfect_player_is_always_right(labelled):
+    subset = np.flatnonzero(labelled.stratum >= sets.STRATA.index("middle-easy"))[::10]
+    small = positions.LabelledPositions(
+        states=jax.tree.map(lambda x: x[subset], labelled.states),
+        action_outcomes=labelled.action_outcomes[subset],
+        stratum=labelled.stratum[subset],
+        strata=labelled.strata,
+    )
+    report = evaluation.judge_bot(jax.random.key(0), agents.make_bot("perfect", games.make("connect_four")), small,
+                                  batch_size=128)
+    assert report.moves["all"].hits == report.moves["all"].total == len(subset)
+    assert report.values["all"].hits == len(subset)
+
+
+def test_judge_counts_per_stratum_with_intervals():
+    game = games.make("connect_four")
+    labelled = positions.LabelledPositions(
+        states=positions.states_from_moves(game, [[3], [3, 3], [0]]),
+        action_outcomes=np.array([[-1, 0, 1, 1, 1, 0, -1], [1] * 7, [-1, -1, -1, 0, -1, -1, -1]], np.int8),
+        stratum=np.array([0, 0, 1], np.int32),
+        strata=("a", "b"),
+    )
+    assert labelled.can_err.tolist() == [True, False, True]
+    report = positions.judge(labelled, np.array([2, 0, 1]), np.array([0.9, 0.0, -0.2]))
+    assert (report.moves["a"].hits, report.moves["a"].total) == (2, 2)
+    assert (report.moves["b"].hits, report.moves["b"].total) == (0, 1)
+    assert (report.moves_can_err["all"].hits, report.moves_can_err["all"].total) == (1, 2)
+    assert (report.values["all"].hits, report.values["all"].total) == (2, 3)  # 0.0 calls a won position a draw
+    low, high = report.moves["all"].interval
+    assert low < 2 / 3 < high
+    flat = report.to_dict("eval/")
+    assert flat["eval/optimal_move_rate"] == pytest.approx(2 / 3)
+    assert flat["eval/optimal_move_rate/b"] == 0.0
+    assert "b" in report.format()
+
+
+def test_tic_tac_toe_positions_are_every_reachable_position():
+    labelled = positions.load("tic_tac_toe")
+    assert labelled.num_positions == 4520 and labelled.strata == ("all",)
+    assert set(np.unique(labelled.outcomes)) == {-1, 0, 1}
+    assert positions.load("gomoku9") is None and not positions.has_positions("gomoku9")
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("missing", "the file is missing"),
+    ("truncated", "it is truncated"),
+    ("format", "not a file of format"),
+    ("line", "line 6 is not"),
+    ("game", "does not fit the game"),
+])
+def test_a_damaged_set_file_names_itself_and_the_command(tmp_path, damage, message):
+    shutil.copytree(sets.DATA_DIR, tmp_path / "sets")
+    path = tmp_path / "sets" / "middle-easy.txt"
+    lines = path.read_text().splitlines()
+    if damage == "missing":
+        path.unlink()
+    elif damage == "truncated":
+        path.write_text("\n".join(lines[:-10]) + "\n")
+    elif damage == "format":
+        path.write_text("\n".join(["# some other format"] + lines[1:]) + "\n")
+    elif damage == "line":
+        lines[5] = "12x4 3 +++++++"
+        path.write_text("\n".join(lines) + "\n")
+    else:  # a position whose legal columns differ from the file's
+        moves, score, outcomes = lines[5].split()
+        column = next(k for k, char in enumerate(outcomes) if char != ".")
+        lines[5] = f"{moves} {score} {outcomes[:column]}.{outcomes[column + 1:]}"
+        path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match=message) as error:
+        sets.load(tmp_path / "sets")
+    assert "middle-easy.txt" in str(error.value) and sets.REGENERATE in str(error.value)

@@ -39,7 +39,7 @@ from azjax.search import evaluate_states, make_search_fn
 UCT_EXPLORATION = math.sqrt(2.0)  # UCB1's constant for values in [-1, 1]
 PERFECT_MAX_STATES = 20_000  # the perfect player solves the game at once; beyond this many positions it refuses
 CONNECT_FOUR_MAX_SECONDS = 60.0  # Connect Four's perfect player gives up on a position after this long
-CONNECT_FOUR_PERFECT_MIN_STONES = 8  # from this many stones on, its positions take about a second or less
+CONNECT_FOUR_PERFECT_MIN_STONES = 10  # from this many stones on, a move takes about a second on average
 
 
 @struct.dataclass
@@ -336,9 +336,10 @@ def perfect_bot(
     """A perfect player ("perfect"), uniformly random among optimal moves: from `solver.solve(game)` for a small
     game (tic-tac-toe), from the alpha-beta solver for Connect Four.
 
-    Connect Four's costs: a position with 8 or more stones takes about a second or less (middle and end games
-    micro- to milliseconds); the first moves take minutes. A position that takes longer than `max_seconds` stops
-    the match with `SolveTimeout`: start games from openings of 8 or more moves (`--opening-moves 8`).
+    Connect Four's costs on one CPU core (experiments/results/bench_solver_cpu.txt): a move from 10 random stones
+    takes 0.9 s on average (median 0.4 s, up to ~9 s), from 8 stones 2.2 s (up to ~11 s), from 15 on
+    milliseconds; the first moves take minutes. A position that takes longer than `max_seconds` stops the match
+    with `SolveTimeout`: start games from openings of 10 or more moves (`--opening-moves 10`).
 
     Raises:
       ValueError: the game is too large to solve exactly here (more than `max_states` positions), or cannot be

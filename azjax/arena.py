@@ -8,14 +8,20 @@
 Seats. Half the games have agent A as player 0 (moving first), half as player 1, and the two games of a pair
 start from the same opening, so neither agent gains from the draw of openings or seats.
 
-Openings. Each pair of games starts after 0..`opening_moves` moves (uniformly many) played by `opening_agent`
-(default: uniformly random), so that deterministic agents do not replay one game. An opening move that would end
-the game is skipped (the opening is then shorter). With an exact solution at hand, `opening_agent` can be the
-perfect player, whose moves are random among optimal ones: the openings then vary but never decide the game.
+Openings. Each pair of games starts after `opening_moves` moves played by `opening_agent` (default: uniformly
+random), so that deterministic agents do not replay one game. The openings of a match are distinct wherever the
+game has enough of them: `OPENING_CANDIDATES` times as many are played as needed and repeats are dropped first
+(tic-tac-toe has 72 openings of 2 moves, Connect Four 49; with more pairs than openings some must repeat). An
+opening move that would end the game is skipped (the opening is then shorter). With an exact solution at hand,
+`opening_agent` can be the perfect player, whose moves are random among optimal ones: the openings then vary but
+never decide the game.
 
-Statistics. A game scores 1 for a win, 1/2 for a draw, 0 for a loss. The 95% interval of the score is Wilson's
-score interval for a proportion over the n games (draws counted as half a win). Draws make the real spread
-smaller than a proportion's, so the interval is conservative. The Elo difference is -400 log10(1/score - 1), the
+Statistics. A game scores 1 for a win, 1/2 for a draw, 0 for a loss. Two deterministic agents replay the same
+game from the same opening and seat, and a copy is no new evidence: every game's moves are recorded
+(`Games.moves`) and `MatchResult.distinct_games` counts the different ones. The score is over all games; its 95%
+interval is Wilson's score interval for a proportion over the distinct games (draws counted as half a win), and
+the Elo fit weighs each pairing by its distinct games. Draws make the real spread smaller than a proportion's, so
+the interval is conservative. The Elo difference is -400 log10(1/score - 1), the
 logistic Elo model's rating gap at that expected score; its interval maps the score interval's ends. A round robin
 is fitted by maximum likelihood under the Bradley-Terry (logistic Elo) model, draws counted as half a win and
 half a loss, with the first `random` agent (else the first agent) anchored at 0; see `fit_elo`.
@@ -41,6 +47,7 @@ from azjax.parallel import DATA_AXIS
 AgentFn = Callable[[jax.Array, State], jax.Array]  # (key, states [B]) -> actions [B] int32
 
 Z_95 = 1.959963984540054  # the standard normal's 97.5% quantile
+OPENING_CANDIDATES = 4  # openings played per pair of games, among which distinct ones are chosen
 
 
 def random_agent(key: jax.Array, states: State) -> jax.Array:
@@ -55,6 +62,7 @@ class Games:
     outcome: jax.Array  # [N] float32: +1 A won, 0 draw, -1 A lost
     seat: jax.Array  # [N] int32: A's player id (0 = A moved first)
     length: jax.Array  # [N] int32: moves played, the opening included
+    moves: jax.Array  # [N, game.max_length] int32: the actions played in order, the opening's first; -1 after
 
 
 @struct.dataclass
@@ -62,6 +70,7 @@ class _Match:
     states: State  # [N]
     returns: jax.Array  # [N, 2] float32, rewards summed per player id
     length: jax.Array  # [N] int32
+    moves: jax.Array  # [N, max_length] int32
     num_steps: jax.Array  # [] int32
 
 
@@ -78,17 +87,40 @@ def play_opening(
 def _opening(
     key: jax.Array, game: Game, states: State, num_moves: jax.Array, max_moves: int, agent: AgentFn
 ) -> tuple[State, jax.Array]:
-    """`play_opening`, also returning the moves played in each game (int32 [B])."""
+    """`play_opening`, also returning the moves played in each game: int32 [B, max_moves], in order, -1 after."""
 
     def body(i: int, carry: tuple[State, jax.Array]) -> tuple[State, jax.Array]:
-        states, played = carry
+        states, moves = carry
         actions = agent(jax.random.fold_in(key, i), states)
         moved = jax.vmap(game.step)(states, actions)
         play = (i < num_moves) & ~moved.terminated & ~states.terminated
         states = jax.tree.map(lambda new, old: jnp.where(_expand_to(play, new), new, old), moved, states)
-        return states, played + play
+        return states, _record(moves, actions, play)
 
-    return jax.lax.fori_loop(0, max_moves, body, (states, jnp.zeros(num_moves.shape, jnp.int32)))
+    return jax.lax.fori_loop(0, max_moves, body, (states, jnp.full((*num_moves.shape, max_moves), -1, jnp.int32)))
+
+
+def _record(moves: jax.Array, actions: jax.Array, played: jax.Array) -> jax.Array:
+    """Appends `actions` [B] to the rows of `moves` [B, L] (-1 after the last move) where `played`."""
+    length = jnp.sum(moves >= 0, axis=1)
+    column = jnp.where(played, length, moves.shape[1])  # out of bounds: dropped
+    return moves.at[jnp.arange(moves.shape[0]), column].set(actions, mode="drop")
+
+
+def _distinct_openings(key: jax.Array, game: Game, num_openings: int, num_moves: int, agent: AgentFn
+                       ) -> tuple[State, jax.Array]:
+    """`num_openings` openings of `num_moves` moves, distinct where the game has enough: OPENING_CANDIDATES
+    times as many are played, and the first copy of each comes before any repeat (in a random order)."""
+    init_key, opening_key, order_key = jax.random.split(key, 3)
+    num_candidates = OPENING_CANDIDATES * num_openings
+    states = jax.vmap(game.init)(jax.random.split(init_key, num_candidates))
+    states, moves = _opening(opening_key, game, states, jnp.full(num_candidates, num_moves, jnp.int32), num_moves,
+                             agent)
+    by_moves = jnp.lexsort(moves.T[::-1])  # rows sorted by their moves, so that copies are neighbours
+    repeat = jnp.zeros(num_candidates, bool).at[by_moves[1:]].set(
+        jnp.all(moves[by_moves[1:]] == moves[by_moves[:-1]], axis=1))
+    chosen = jnp.lexsort((jax.random.uniform(order_key, (num_candidates,)), repeat))[:num_openings]
+    return jax.tree.map(lambda x: x[chosen], states), moves[chosen]
 
 
 def _expand_to(flags: jax.Array, like: jax.Array) -> jax.Array:
@@ -107,7 +139,8 @@ def run_games(
     mesh: Mesh | None = None,
 ) -> Games:
     """Plays `num_games` (even) games in parallel, A as player 0 in the first half and player 1 in the second;
-    game i and game i + num_games / 2 (a pair) start from the same opening. Pure and un-jitted (jit it, or call
+    game i and game i + num_games / 2 (a pair) start from the same opening of `opening_moves` moves by
+    `opening_agent`, distinct from the other pairs' where the game has enough (see the module's docstring). Pure and un-jitted (jit it, or call
     `play_games`, or `play` for bots). The loop ends when every game has.
 
     With a `mesh` (e.g. `azjax.parallel.mesh_for(num_games // 2)`), each of its D devices plays num_games / D
@@ -128,13 +161,13 @@ def run_games(
         if half % mesh.size:
             raise ValueError(f"num_games / 2 ({half}) must be a multiple of the mesh's {mesh.size} devices")
         return _on_each_device(key, game, agent_a, agent_b, num_games // mesh.size, opening_moves, opening_agent, mesh)
-    init_key, count_key, opening_key, play_key = jax.random.split(key, 4)
-    states = jax.vmap(game.init)(jax.random.split(init_key, half))
-    opened = jnp.zeros(half, jnp.int32)
+    opening_key, play_key = jax.random.split(key)
     if opening_moves > 0:
-        num_moves = jax.random.randint(count_key, (half,), 0, opening_moves + 1)
-        states, opened = _opening(opening_key, game, states, num_moves, opening_moves, opening_agent)
-    states, opened = jax.tree.map(lambda x: jnp.concatenate([x, x]), (states, opened))
+        states, opening = _distinct_openings(opening_key, game, half, opening_moves, opening_agent)
+    else:
+        states, opening = jax.vmap(game.init)(jax.random.split(opening_key, half)), jnp.zeros((half, 0), jnp.int32)
+    moves = jnp.full((half, game.max_length), -1, jnp.int32).at[:, : opening.shape[1]].set(opening)
+    states, moves = jax.tree.map(lambda x: jnp.concatenate([x, x]), (states, moves))
     seat = jnp.concatenate([jnp.zeros(half, jnp.int32), jnp.ones(half, jnp.int32)])
     pair = jnp.arange(half)
 
@@ -164,12 +197,14 @@ def run_games(
         stepped = jax.vmap(game.step)(match.states, actions)
         states = jax.tree.map(lambda new, old: jnp.where(_expand_to(moving, new), new, old), stepped, match.states)
         returns = match.returns + jnp.where(moving[:, None], stepped.rewards, 0.0)
-        return _Match(states, returns, match.length + moving, match.num_steps + 1)
+        moves = _record(match.moves, actions, moving)
+        return _Match(states, returns, match.length + moving, moves, match.num_steps + 1)
 
-    start = _Match(states, jnp.zeros((num_games, 2), jnp.float32), opened, jnp.int32(0))
+    opened = jnp.sum(moves >= 0, axis=1).astype(jnp.int32)
+    start = _Match(states, jnp.zeros((num_games, 2), jnp.float32), opened, moves, jnp.int32(0))
     played = jax.lax.while_loop(unfinished, move, start)
     outcome = jnp.take_along_axis(played.returns, seat[:, None], axis=1)[:, 0]
-    return Games(outcome=outcome, seat=seat, length=played.length)
+    return Games(outcome=outcome, seat=seat, length=played.length, moves=played.moves)
 
 
 def _on_each_device(
@@ -257,6 +292,7 @@ class MatchResult:
     draws_as_first: int
     losses_as_first: int  # ... and the rest of A's results were as player 1
     mean_length: float  # moves per game, openings included
+    distinct_games: int  # games that differ in their moves or A's seat: the evidence the intervals count
 
     @property
     def games(self) -> int:
@@ -269,8 +305,8 @@ class MatchResult:
 
     @property
     def score_interval(self) -> tuple[float, float]:
-        """The Wilson 95% interval of `score`."""
-        return wilson_interval(self.score, self.games)
+        """The Wilson 95% interval of `score`, over the distinct games (copies of a game are no new evidence)."""
+        return wilson_interval(self.score, self.distinct_games)
 
     @property
     def elo(self) -> float:
@@ -299,7 +335,8 @@ class MatchResult:
 
 def summarize(games: Games, name_a: str = "A", name_b: str = "B") -> MatchResult:
     """Counts a batch of games (on the host) into a `MatchResult`."""
-    outcome, seat, length = (np.asarray(x) for x in jax.device_get((games.outcome, games.seat, games.length)))
+    outcome, seat, length, moves = (np.asarray(x) for x in jax.device_get(
+        (games.outcome, games.seat, games.length, games.moves)))
     first = seat == 0
     return MatchResult(
         name_a=name_a,
@@ -311,7 +348,13 @@ def summarize(games: Games, name_a: str = "A", name_b: str = "B") -> MatchResult
         draws_as_first=int(np.sum((outcome == 0) & first)),
         losses_as_first=int(np.sum((outcome < 0) & first)),
         mean_length=float(np.mean(length)) if length.size else 0.0,
+        distinct_games=count_distinct(seat, moves),
     )
+
+
+def count_distinct(seat: np.ndarray, moves: np.ndarray) -> int:
+    """How many of the games (`Games.seat` [N], `Games.moves` [N, L]) differ in A's seat or in their moves."""
+    return len(np.unique(np.concatenate([seat[:, None], moves], axis=1), axis=0)) if seat.size else 0
 
 
 def play(
@@ -460,17 +503,18 @@ class RoundRobin:
 
 
 def score_matrices(names: Sequence[str], matches: Sequence[MatchResult]) -> tuple[np.ndarray, np.ndarray]:
-    """The [K, K] points and games matrices of `fit_elo` from pairwise results."""
+    """The [K, K] points and games matrices of `fit_elo` from pairwise results, each pairing weighed by its
+    distinct games: its score times `distinct_games` points out of `distinct_games`."""
     index = {name: i for i, name in enumerate(names)}
     scores = np.zeros((len(names), len(names)))
     games = np.zeros_like(scores)
     for match in matches:
         i, j = index[match.name_a], index[match.name_b]
-        points = match.wins + 0.5 * match.draws
+        points = match.score * match.distinct_games
         scores[i, j] += points
-        scores[j, i] += match.games - points
-        games[i, j] += match.games
-        games[j, i] += match.games
+        scores[j, i] += match.distinct_games - points
+        games[i, j] += match.distinct_games
+        games[j, i] += match.distinct_games
     return scores, games
 
 
@@ -520,14 +564,15 @@ def _signed(value: float, digits: int = 0) -> str:
 def match_header(width: int = 24) -> str:
     """The column titles of `format_match` lines."""
     return (
-        f"{'agent A':<{width}} {'agent B':<{width}} {'W':>5} {'D':>5} {'L':>5}  {'score':>6}  {'95% CI':<13}  "
+        f"{'agent A':<{width}} {'agent B':<{width}} {'W':>5} {'D':>5} {'L':>5} {'distinct':>8}  {'score':>6}  "
+        f"{'95% CI':<13}  "
         f"{'Elo A-B':>7}  {'95% CI':<13}  {'as 1st W/D/L':<14} {'as 2nd W/D/L'}"
     )
 
 
 def format_match(match: MatchResult, width: int = 24) -> str:
-    """One line: A, B, A's wins, draws and losses, score with its 95% CI, the Elo difference with its CI, and the
-    results per seat."""
+    """One line: A, B, A's wins, draws and losses, the number of distinct games, score with its 95% CI, the Elo
+    difference with its CI, and the results per seat."""
     low, high = match.score_interval
     elo_low, elo_high = match.elo_interval
     first = f"{match.wins_as_first}/{match.draws_as_first}/{match.losses_as_first}"
@@ -536,24 +581,32 @@ def format_match(match: MatchResult, width: int = 24) -> str:
         f"{match.losses - match.losses_as_first}"
     )
     return (
-        f"{match.name_a:<{width}} {match.name_b:<{width}} {match.wins:>5} {match.draws:>5} {match.losses:>5}  "
+        f"{match.name_a:<{width}} {match.name_b:<{width}} {match.wins:>5} {match.draws:>5} {match.losses:>5} "
+        f"{match.distinct_games:>8}  "
         f"{match.score:>6.3f}  [{low:.3f}, {high:.3f}]  {_signed(match.elo):>7}  "
         f"{'[' + _signed(elo_low) + ', ' + _signed(elo_high) + ']':<13}  {first:<14} {second:<14}"
     ).rstrip()
 
 
 def format_elo(names: Sequence[str], fit: EloFit, matches: Sequence[MatchResult], width: int = 24) -> str:
-    """The Elo table, best first: rank, agent, rating +- 1.96 standard errors, total score and games."""
-    scores, games = score_matrices(names, matches)
-    lines = [f"{'rank':<5} {'agent':<{width}} {'Elo':>7} {'+-95%':>7} {'score':>7} {'games':>7}"]
+    """The Elo table, best first: rank, agent, rating +- 1.96 standard errors, total score, games and distinct
+    games."""
+    points, games, distinct = np.zeros(len(names)), np.zeros(len(names)), np.zeros(len(names))
+    for match in matches:
+        for name, won in ((match.name_a, match.wins), (match.name_b, match.losses)):
+            i = names.index(name)
+            points[i] += won + 0.5 * match.draws
+            games[i] += match.games
+            distinct[i] += match.distinct_games
+    lines = [f"{'rank':<5} {'agent':<{width}} {'Elo':>7} {'+-95%':>7} {'score':>7} {'games':>7} {'distinct':>8}"]
     order = sorted(range(len(names)), key=lambda i: -fit.ratings[i])
     for rank, i in enumerate(order, 1):
         error = fit.standard_errors[i]
         error_text = "anchor" if i == fit.anchor else ("-" if not np.isfinite(error) else f"{Z_95 * error:.0f}")
-        total = games[i].sum()
-        score = scores[i].sum() / total if total else float("nan")
+        score = points[i] / games[i] if games[i] else float("nan")
         lines.append(
-            f"{rank:<5} {names[i]:<{width}} {_signed(fit.ratings[i]):>7} {error_text:>7} {score:>7.3f} {int(total):>7}"
+            f"{rank:<5} {names[i]:<{width}} {_signed(fit.ratings[i]):>7} {error_text:>7} {score:>7.3f} "
+            f"{int(games[i]):>7} {int(distinct[i]):>8}"
         )
     return "\n".join(lines)
 

@@ -104,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 _AGENT_HELP = (
     "random | onestep (takes a win, blocks a loss in one) | mcts:N (UCT with random rollouts, N simulations) | "
-    "perfect (exact: tic_tac_toe; connect_four from 8 stones on) | greedy:RUN_DIR (the network, no search) | "
+    "perfect (exact: tic_tac_toe; connect_four from 10 stones on) | greedy:RUN_DIR (the network, no search) | "
     "az:RUN_DIR[:SIMS] or RUN_DIR "
     "(the network with search)"
 )
@@ -126,8 +126,9 @@ def _add_eval_and_play(commands) -> None:
                           "gives none (default: the run's)")
     evaluate.add_argument("--search-policy", choices=["gumbel", "puct"], help="the search of trained agents "
                           "(default: the run's)")
-    evaluate.add_argument("--opening-moves", type=int, default=0, help="each pair of games starts after 0..K "
-                          "opening moves, so that deterministic agents do not replay one game (default: 0)")
+    evaluate.add_argument("--opening-moves", type=int, default=0, help="each pair of games starts after K "
+                          "opening moves, distinct between pairs where the game has enough, so that deterministic "
+                          "agents do not replay one game; the table counts the distinct games (default: 0)")
     evaluate.add_argument("--opening-agent", default="random", metavar="AGENT", help="who plays the opening "
                           "moves: random (the default), or e.g. perfect for openings that never decide the game")
     evaluate.add_argument("--devices", type=int, help="split the games over this many devices, each playing its "
@@ -156,6 +157,8 @@ def _add_eval_and_play(commands) -> None:
                       "run's)")
     play.add_argument("--search-policy", choices=["gumbel", "puct"], help="the trained agent's search")
     play.add_argument("--no-analysis", action="store_true", help="hide the agent's value and candidate moves")
+    play.add_argument("--opening-moves", type=int, default=0, metavar="K", help="start after K random moves "
+                      "(default: 0; connect_four's perfect player needs 10)")
     play.add_argument("--seed", type=int, help="the random seed (default: a new one each game)")
 
 
@@ -199,13 +202,7 @@ def _eval(args: argparse.Namespace) -> int:
     if game.name == "connect_four" and args.opening_agent.strip() == "perfect":
         raise agents.SpecError("Connect Four's perfect player cannot play the openings (the first positions take "
                                "minutes to solve): use --opening-agent random")
-    if game.name == "connect_four" and "perfect" in args.agents:
-        if args.opening_moves < agents.CONNECT_FOUR_PERFECT_MIN_STONES:
-            raise agents.SpecError(
-                f"Connect Four's perfect player answers positions of {agents.CONNECT_FOUR_PERFECT_MIN_STONES} or "
-                "more stones in about a second, earlier ones take minutes: give --opening-moves "
-                f"{agents.CONNECT_FOUR_PERFECT_MIN_STONES} (or more)"
-            )
+    _check_connect_four_perfect(game, args.agents, args.opening_moves)
     perfect = None  # solved once, shared by every use of "perfect"
     bots = []
     for spec in [*args.agents, args.opening_agent]:
@@ -223,7 +220,7 @@ def _eval(args: argparse.Namespace) -> int:
         for i, bot in enumerate(bots)
     ]
     opening_text = (
-        f", openings of 0-{args.opening_moves} moves by {opening.name}" if args.opening_moves else ", no openings"
+        f", openings of {args.opening_moves} moves by {opening.name}" if args.opening_moves else ", no openings"
     )
     on_devices = f", on {len(devices)} {devices[0].platform} devices" if mesh is not None else ""
     print(
@@ -251,6 +248,18 @@ def _eval(args: argparse.Namespace) -> int:
                              + "\n")
         print(f"Results written to {args.json}")
     return 0
+
+
+def _check_connect_four_perfect(game, specs: list[str], opening_moves: int) -> None:
+    """Connect Four's perfect player answers from CONNECT_FOUR_PERFECT_MIN_STONES stones on: say so up front."""
+    from azjax import agents
+
+    minimum = agents.CONNECT_FOUR_PERFECT_MIN_STONES
+    if game.name == "connect_four" and "perfect" in [spec.strip() for spec in specs] and opening_moves < minimum:
+        raise agents.SpecError(
+            f"Connect Four's perfect player answers positions of {minimum} or more stones in about a second on "
+            f"average, earlier ones take minutes: give --opening-moves {minimum} (or more)"
+        )
 
 
 def _judge_on_positions(args: argparse.Namespace) -> int:
@@ -287,13 +296,17 @@ def _play(args: argparse.Namespace) -> int:
     game = _game_for([args.agent], args.game)
     if args.simulations is not None and args.simulations < 1:
         raise agents.SpecError("--simulations must be >= 1")
+    if args.opening_moves < 0:
+        raise agents.SpecError("--opening-moves must be >= 0")
+    _check_connect_four_perfect(game, [args.agent], args.opening_moves)
     print(f"Loading {args.agent} ...", flush=True)
     bot = agents.make_bot(args.agent, game, num_simulations=args.simulations, policy=args.search_policy)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     first = {"you": 0, "agent": 1, "random": None}[args.first]
     human_player = first if first is not None else random.Random(seed).randrange(2)
     record = play.play_game(
-        game, bot, human_player=human_player, key=jax.random.key(seed), show_analysis=not args.no_analysis
+        game, bot, human_player=human_player, key=jax.random.key(seed), show_analysis=not args.no_analysis,
+        opening_moves=args.opening_moves,
     )
     if record.moves:
         print(f"Moves: {' '.join(record.moves)}")

@@ -89,11 +89,12 @@ def head_to_head(
     agents; with a `mesh`, split over its devices); wins/draws/losses from `agent`'s side.
 
     Two deterministic agents (e.g. `Agent.act`, whose search has no root noise) replay one game per seat from
-    the start: give `opening_moves` > 0 (each pair of games starts after 0..opening_moves random moves) to measure
-    them over many different games.
+    the start: give `opening_moves` > 0 (each pair of games starts after that many random moves, the pairs'
+    openings distinct where the game has enough) to measure them over many different games.
 
-    Returns the counts, `games`, `score` (wins + draws / 2 over all games) and the counts per seat ("as_first":
-    `agent` moved first, "as_second").
+    Returns the counts, `games`, `distinct_games` (different in moves or seat), `score` (wins + draws / 2 over
+    all games), its 95% interval `score_low`, `score_high` (over the distinct games) and the counts per seat
+    ("as_first": `agent` moved first, "as_second").
     """
     match = arena.summarize(
         arena.play_games(key, game, agent, opponent, 2 * num_games, opening_moves=opening_moves, mesh=mesh)
@@ -101,8 +102,9 @@ def head_to_head(
     as_first = {"wins": match.wins_as_first, "draws": match.draws_as_first, "losses": match.losses_as_first}
     as_second = {name: getattr(match, name) - count for name, count in as_first.items()}
     return dict(
-        wins=match.wins, draws=match.draws, losses=match.losses, games=match.games, score=match.score,
-        as_first=as_first, as_second=as_second,
+        wins=match.wins, draws=match.draws, losses=match.losses, games=match.games,
+        distinct_games=match.distinct_games, score=match.score, score_low=match.score_interval[0],
+        score_high=match.score_interval[1], as_first=as_first, as_second=as_second,
     )
 
 

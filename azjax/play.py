@@ -14,6 +14,7 @@ import math
 from collections.abc import Callable
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from azjax.agents import Analysis, Bot
@@ -43,6 +44,7 @@ def play_game(
     output_fn: Callable[[str], None] | None = None,
     show_analysis: bool = True,
     num_candidates: int = 3,
+    opening_moves: int = 0,
 ) -> GameRecord:
     """Plays one game between a person (through `input_fn` / `output_fn`) and `bot`.
 
@@ -55,17 +57,29 @@ def play_game(
       output_fn: shows one message, which may hold several lines (default `print`).
       show_analysis: show the agent's value and candidate moves with each of its moves.
       num_candidates: how many candidate moves to show.
+      opening_moves: uniformly random moves played first (shown, and recorded in the moves); a move that would
+        end the game is skipped, so the opening may be shorter.
     Returns:
       The moves, the person's seat, the outcome for the person (None if they quit) and the last state.
     """
     key = jax.random.key(0) if key is None else key
     input_fn = input_fn or input  # looked up at call time, so that a replaced builtin is used
     output_fn = output_fn or print
-    init_key, agent_key = jax.random.split(key)
+    init_key, agent_key, opening_key = jax.random.split(key, 3)
     analyse = jax.jit(bot.analyse)
     step = jax.jit(game.step)
     state = game.init(init_key)
     moves: list[str] = []
+    for i in range(opening_moves):
+        mask = state.legal_action_mask
+        action = int(jax.random.categorical(jax.random.fold_in(opening_key, i), jnp.where(mask, 0.0, -jnp.inf)))
+        moved = step(state, action)
+        if bool(moved.terminated):
+            break
+        state = moved
+        moves.append(game.action_to_string(action))
+    if moves:
+        output_fn(f"Opening ({len(moves)} random moves): {' '.join(moves)}")
     output_fn(
         f"{game.name}: you are player {human_player} ({'moving first' if human_player == 0 else 'moving second'}) "
         f"against {bot.name}. Type a move such as {_example(game, state)!r}; 'help' lists the legal moves, "

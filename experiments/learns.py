@@ -8,8 +8,8 @@ move, and the search's move, keep the game-theoretic outcome, per stratum, and t
 
 The first iteration's checkpoint is copied aside (OUT-first) before training continues, so the final agent can
 play the agent it started from. Both play with search (the run's simulations, no root noise), so each pair of
-games starts after 0..--opening-moves random moves (the arena's openings; both seats of a pair alike); results
-are from the final agent's side, over --games games in each seat ("win_rate" = wins / games). `--seconds 0`
+games starts after --opening-moves random moves (the arena's openings: distinct between pairs, both seats of a
+pair alike; "distinct_games" counts the different games, which the intervals use); results are from the final agent's side, over --games games in each seat ("win_rate" = wins / games). `--seconds 0`
 evaluates the run in --out again without training it.
 
 The bars: Connect Four >= 95% wins against random after 10 minutes and clearly ahead of the first checkpoint;
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seconds", type=float, default=600.0, help="training time after the first iteration; 0: "
                         "only evaluate the run already in --out")
     parser.add_argument("--games", type=int, default=200, help="games per seat in each match")
-    parser.add_argument("--opening-moves", type=int, default=4, help="each pair of games starts after 0..K random "
+    parser.add_argument("--opening-moves", type=int, default=4, help="each pair of games starts after K random "
                         "moves, so that the two deterministic agents of the checkpoint match play many games, "
                         "not one per seat")
     parser.add_argument("--preset", default="cpu", choices=["cpu", "gpu"])

@@ -72,8 +72,37 @@ def test_openings_vary_deterministic_games_and_pairs_share_them(ttt):
     # its seat and the lengths agree, which shows that the two games of a pair start from one opening.
     np.testing.assert_array_equal(games_.outcome[:half], -games_.outcome[half:])
     np.testing.assert_array_equal(games_.length[:half], games_.length[half:])
-    assert len(set(games_.length.tolist())) > 2  # different openings, different games
+    np.testing.assert_array_equal(games_.moves[:half], games_.moves[half:])
+    # 504 openings of 3 moves: the 100 pairs' are all different.
+    assert len({tuple(row) for row in np.asarray(games_.moves[:half, :3])}) == half
     assert set(games_.outcome.tolist()) >= {-1.0, 1.0}
+
+
+def test_recorded_moves_replay_the_games(ttt):
+    games_ = run(ttt, evaluation.random_agent, first_cell, 20, opening_moves=2, seed=3)
+    for seat, moves, length, outcome in zip(games_.seat, games_.moves, games_.length, games_.outcome, strict=True):
+        state = ttt.init(jax.random.key(0))
+        played = [int(m) for m in moves if m >= 0]
+        assert len(played) == length and np.all(moves[length:] == -1)
+        for action in played:
+            assert not state.terminated and state.legal_action_mask[action]
+            state = ttt.step(state, action)
+        assert state.terminated and float(state.rewards[seat]) == outcome
+
+
+@pytest.mark.parametrize("opening_moves, distinct", [(1, 18), (3, 200)])
+def test_repeated_games_count_once(ttt, opening_moves, distinct):
+    # Two deterministic agents: one game per opening and seat. With one opening move tic-tac-toe has 9 openings,
+    # so 100 pairs repeat 18 games; with three there are 504 and every pair gets its own.
+    games_ = run(ttt, first_cell, last_cell, 200, opening_moves=opening_moves, seed=2)
+    result = arena.summarize(games_, "first", "last")
+    openings = {tuple(row) for row in np.asarray(games_.moves[:, :opening_moves])}
+    assert result.games == 200 and result.distinct_games == 2 * len(openings) == distinct
+    assert result.score_interval == pytest.approx(arena.wilson_interval(result.score, distinct))
+    if distinct < result.games:  # copies count once: the interval is wider than 200 games' would be
+        low, high = result.score_interval
+        low_200, high_200 = arena.wilson_interval(result.score, 200)
+        assert high - low > 1.5 * (high_200 - low_200)
 
 
 def test_play_opening(ttt):
@@ -138,7 +167,7 @@ def test_elo_from_score():
 
 def test_match_result_statistics():
     # 60 wins, 20 draws, 20 losses: score (60 + 10) / 100 = 0.7, Elo -400 log10(1/0.7 - 1) = 147.19.
-    result = MatchResult("a", "b", 60, 20, 20, 35, 10, 5, 7.0)
+    result = MatchResult("a", "b", 60, 20, 20, 35, 10, 5, 7.0, 100)
     assert result.games == 100 and result.score == pytest.approx(0.7)
     assert result.elo == pytest.approx(147.19, abs=0.01)
     low, high = result.score_interval
@@ -187,16 +216,20 @@ def test_fit_elo_unbeaten_agents():
 
 
 def test_score_matrices_and_table():
-    matches = [MatchResult("random", "x", 10, 0, 30, 5, 0, 15, 6.0), MatchResult("x", "y", 20, 20, 0, 10, 10, 0, 7.0),
-               MatchResult("random", "y", 0, 0, 40, 0, 0, 20, 5.0)]
+    # x-y replayed 10 distinct games 4 times each: they weigh a quarter of their number of games.
+    matches = [MatchResult("random", "x", 10, 0, 30, 5, 0, 15, 6.0, 40),
+               MatchResult("x", "y", 20, 20, 0, 10, 10, 0, 7.0, 10),
+               MatchResult("random", "y", 0, 0, 40, 0, 0, 20, 5.0, 40)]
     scores, games_ = arena.score_matrices(["random", "x", "y"], matches)
-    np.testing.assert_array_equal(scores, [[0, 10, 0], [30, 0, 30], [40, 10, 0]])
-    np.testing.assert_array_equal(games_, [[0, 40, 40], [40, 0, 40], [40, 40, 0]])
+    np.testing.assert_array_equal(scores, [[0, 10, 0], [30, 0, 7.5], [40, 2.5, 0]])
+    np.testing.assert_array_equal(games_, [[0, 40, 40], [40, 0, 10], [40, 10, 0]])
     table = arena.RoundRobin(["random", "x", "y"], matches, arena.fit_elo(scores, games_, prior_draws=1.0))
     text = arena.format_table(table)
     assert "random = 0" in text and "anchor" in text
     rows = text.splitlines()[-3:]
-    assert [row.split()[1] for row in rows] == ["x", "y", "random"]  # best first
+    # Best first: y's 40 wins over random outweigh its loss to x, which counts as 10 games.
+    assert [row.split()[1] for row in rows] == ["y", "x", "random"]
+    assert rows[1].split()[-3:] == ["0.750", "80", "50"]  # x: 30 + 30 of 80 points, 40 + 10 distinct games
     assert json.loads(json.dumps(table.to_dict()))["anchor"] == "random"
 
 
@@ -244,8 +277,9 @@ def test_default_opponents():
 
 def test_cli_eval_prints_the_table(capsys, tmp_path):
     path = tmp_path / "results.json"
+    # Openings by the perfect player never decide the game (random ones may: X corner, O beside it loses).
     assert cli.main(["eval", "random", "onestep", "perfect", "--games", "20", "--opening-moves", "2",
-                     "--json", str(path)]) == 0
+                     "--opening-agent", "perfect", "--json", str(path)]) == 0
     out = capsys.readouterr().out
     assert "tic_tac_toe: 3 agents, 20 games per pairing (10 in each seat)" in out
     assert "Elo (Bradley-Terry maximum likelihood, random = 0" in out
@@ -286,7 +320,7 @@ def test_cli_eval_trained_agents(capsys, run_dir):
         (["eval", "random", "onestep", "--devices", "64"], "asked for 64, but jax sees 1"),
         (["eval", "random", "onestep", "--devices", "0"], "asked for 0"),
         (["eval", "random", "--game", "othello", "--positions"], "othello has no labelled positions"),
-        (["eval", "random", "perfect", "--game", "connect_four", "--opening-moves", "4"], "--opening-moves 8"),
+        (["eval", "random", "perfect", "--game", "connect_four", "--opening-moves", "4"], "--opening-moves 10"),
         (["eval", "random", "onestep", "--game", "connect_four", "--opening-agent", "perfect"],
          "--opening-agent random"),
     ],

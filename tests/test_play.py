@@ -170,3 +170,19 @@ def test_cli_play_connect_four(monkeypatch, capsys):
 def test_cli_play_bad_agent(capsys):
     assert cli.main(["play", "mcts:-3"]) == 2
     assert "not a whole number" in capsys.readouterr().err
+
+
+def test_cli_play_connect_four_perfect_after_an_opening(monkeypatch, capsys):
+    scripted_input(monkeypatch, ["quit"])
+    assert cli.main(["play", "perfect", "--game", "connect_four", "--opening-moves", "10", "--first", "agent",
+                     "--seed", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "Opening (10 random moves): " in out and "perfect plays" in out
+    assert "You quit the game." in out or "The agent wins." in out  # a random opening may leave a win in one
+    assert len(out.split("Opening (10 random moves): ")[1].split("\n")[0].split()) == 10
+
+
+def test_cli_play_connect_four_perfect_needs_an_opening(capsys):
+    assert cli.main(["play", "perfect", "--game", "connect_four"]) == 2
+    err = capsys.readouterr().err
+    assert "--opening-moves 10" in err and len(err.strip().splitlines()) == 1

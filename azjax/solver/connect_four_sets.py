@@ -69,7 +69,7 @@ def _outcomes(moves: tuple[int, ...]) -> np.ndarray:
     return _worker_solver().move_scores(moves, weak=True)
 
 
-def _random_position(rng: np.random.Generator, num_moves: int) -> tuple[int, ...]:
+def random_position(rng: np.random.Generator, num_moves: int) -> tuple[int, ...]:
     """`num_moves` uniformly random legal moves from the empty board, none of which ends the game (a game that
     ends, or fills the board, before is started over)."""
     while True:
@@ -106,7 +106,7 @@ def generate(*, seed: int = 0, per_stratum: int = 1000, processes: int | None = 
             names = [name for name in STRATA if name.startswith(stage + "-")]
             start = time.perf_counter()
             while any(len(kept[name]) < per_stratum for name in names):
-                candidates = [_random_position(rng, int(rng.integers(low, high + 1))) for _ in range(chunk)]
+                candidates = [random_position(rng, int(rng.integers(low, high + 1))) for _ in range(chunk)]
                 scores = list(pool.map(_score, candidates))
                 accepted = []
                 for moves, score in zip(candidates, scores, strict=True):

@@ -140,8 +140,8 @@ def run_games(
 ) -> Games:
     """Plays `num_games` (even) games in parallel, A as player 0 in the first half and player 1 in the second;
     game i and game i + num_games / 2 (a pair) start from the same opening of `opening_moves` moves by
-    `opening_agent`, distinct from the other pairs' where the game has enough (see the module's docstring). Pure and un-jitted (jit it, or call
-    `play_games`, or `play` for bots). The loop ends when every game has.
+    `opening_agent`, distinct from the other pairs' where the game has enough (see the module's docstring).
+    Pure and un-jitted (jit it, or call `play_games`, or `play` for bots). The loop ends when every game has.
 
     With a `mesh` (e.g. `azjax.parallel.mesh_for(num_games // 2)`), each of its D devices plays num_games / D
     of the games (an even number), all alike but with its own random keys, and nothing passes between the devices

@@ -44,7 +44,8 @@ EXPORT_FILE = "export.json"
 MANIFEST_FILE = "manifest.json"
 CHECKPOINT_FORMAT = "azjax-checkpoint"
 EXPORT_FORMAT = "azjax-export"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: positions awaiting their game's end (replay readiness, pending), time progress, adamw
+RESUMABLE_VERSION = 2  # older checkpoints still load their network (eval, play, export), but cannot resume
 # The metric whose highest value marks the best checkpoint, kept beside the last k. A run that never logs it
 # keeps the last k only.
 DEFAULT_BEST_METRIC = "eval/score"
@@ -258,6 +259,14 @@ class CheckpointManager:
                 f"{self._step_dir(step)} is a checkpoint of a different game or network "
                 f"({'; '.join(structural)}); restore it with its own config ({self.run_dir / CONFIG_FILE})"
             )
+        version = self.meta(step).get("version", 0)
+        if version < RESUMABLE_VERSION:
+            raise CheckpointError(
+                f"{self._step_dir(step)} was written by an older azjax (format {version}), whose run state lacks the "
+                "positions that wait in replay for their game to end: it cannot resume training, but its network "
+                "still plays, evaluates and exports; start a new run in another directory (--out), optionally with "
+                "this one's config (--config " + str(self.run_dir / CONFIG_FILE) + ")"
+            )
         fresh, (model, run) = jax.eval_shape(lambda: (lambda s: (s, _split(s)))(init_run_state(config)))
         restored = self._restore_items(step, model=model, run=run)
         model, run = restored["model"], restored["run"]
@@ -271,6 +280,7 @@ class CheckpointManager:
             replay=run["replay"],
             key=jax.random.wrap_key_data(run["key"], impl=key_impl),
             iteration=run["iteration"],
+            time_progress=run["time_progress"],
         )
 
     def restore_model(self, step: int | None = None) -> tuple[config_lib.Config, dict]:
@@ -504,6 +514,7 @@ def _split(run_state: RunState) -> tuple[dict, dict]:
         "replay": run_state.replay,
         "key": jax.random.key_data(run_state.key),
         "iteration": run_state.iteration,
+        "time_progress": run_state.time_progress,
     }
     return model, run
 

@@ -62,11 +62,11 @@ class TrainConfig:
     num_sgd_steps: int = 16  # SGD steps per iteration
     learning_rate: float = 1e-3  # peak learning rate
     warmup_steps: int = 100  # linear warm-up of the learning rate (SGD steps)
-    lr_schedule: str = "constant"  # "constant" after warm-up, or "cosine" decay over the run's iterations
-    optimizer: str = "adam"  # "adam" or "sgd" (with momentum 0.9)
+    lr_schedule: str = "constant"  # "constant" after warm-up, or "cosine" to 0.01 x by the end (iterations or --seconds)
+    optimizer: str = "adam"  # "adam", "adamw" (weight decay decoupled from Adam) or "sgd" (momentum 0.9)
     value_loss_weight: float = 1.0  # weight of the value MSE in the loss
-    weight_decay: float = 1e-4  # weight of the L2 penalty on the network's kernels
-    replay_capacity: int = 32768  # positions kept in the on-device ring buffer
+    weight_decay: float = 1e-4  # adam, sgd: L2 penalty weight in the loss; adamw: kernels shrink by lr x this per step
+    replay_capacity: int = 32768  # positions in the on-device ring buffer, also those whose game is still going on
     augment: bool = True  # apply a random board symmetry to each sampled position
 
 
@@ -111,11 +111,20 @@ class Config:
         if self.train.learning_rate <= 0:
             raise ConfigError("train.learning_rate must be > 0")
         _choice(self.train.lr_schedule, ("constant", "cosine"), "train.lr_schedule")
-        _choice(self.train.optimizer, ("adam", "sgd"), "train.optimizer")
+        _choice(self.train.optimizer, ("adam", "adamw", "sgd"), "train.optimizer")
+        if self.train.weight_decay < 0:
+            raise ConfigError(f"train.weight_decay must be >= 0, got {self.train.weight_decay}")
         if self.train.replay_capacity < self.train.batch_size:
             raise ConfigError(
                 f"train.replay_capacity ({self.train.replay_capacity}) must be at least train.batch_size "
                 f"({self.train.batch_size})"
+            )
+        per_iteration = self.selfplay.num_games * self.selfplay.num_steps
+        if self.train.replay_capacity < per_iteration:
+            raise ConfigError(
+                f"train.replay_capacity ({self.train.replay_capacity}) must hold at least one iteration's positions, "
+                f"selfplay.num_games x selfplay.num_steps = {per_iteration} (better: num_games x (num_steps + the "
+                "game's length), so that no position is overwritten before its game ends)"
             )
         return self
 

@@ -1,7 +1,9 @@
-"""The on-device replay buffer: a fixed-capacity ring buffer pytree with add and sample.
+"""The on-device replay buffer: a fixed-capacity ring buffer pytree with add, settle and sample.
 
-Sampling applies a random board symmetry of the game to each position (observation and policy target together),
-so the network sees every orientation of what self-play produced.
+Self-play stores every position as it is played, before its game has ended: it waits in the buffer, not ready,
+until `settle` writes its game's outcome (for the position's player to move) as its value target. Only ready
+positions are sampled. Sampling applies a random board symmetry of the game to each position (observation and
+policy target together), so the network sees every orientation of what self-play produced.
 """
 
 from __future__ import annotations
@@ -28,12 +30,19 @@ class ReplayBuffer:
     """A ring buffer of `capacity` positions; the oldest are overwritten first."""
 
     data: Batch  # [capacity, ...]
+    player: jax.Array  # [capacity] int32, the player to move at each position (whose side its value target takes)
+    ready: jax.Array  # [capacity] bool, the position's value target is known (its game ended); only these are sampled
     next_index: jax.Array  # [] int32, where the next position goes
-    size: jax.Array  # [] int32, positions held (<= capacity)
+    size: jax.Array  # [] int32, positions held (<= capacity), ready or not
 
     @property
     def capacity(self) -> int:
         return self.data.value_target.shape[0]
+
+    @property
+    def num_ready(self) -> jax.Array:
+        """[] int32, the positions that can be sampled."""
+        return jnp.sum(self.ready, dtype=jnp.int32)
 
 
 def init_replay(game: Game, capacity: int) -> ReplayBuffer:
@@ -43,11 +52,18 @@ def init_replay(game: Game, capacity: int) -> ReplayBuffer:
         policy_target=jnp.zeros((capacity, game.num_actions), jnp.float32),
         value_target=jnp.zeros((capacity,), jnp.float32),
     )
-    return ReplayBuffer(data=data, next_index=jnp.int32(0), size=jnp.int32(0))
+    return ReplayBuffer(data=data, player=jnp.zeros(capacity, jnp.int32), ready=jnp.zeros(capacity, bool),
+                        next_index=jnp.int32(0), size=jnp.int32(0))
 
 
-def add(buffer: ReplayBuffer, items: Batch, valid: jax.Array) -> ReplayBuffer:
+def add(
+    buffer: ReplayBuffer, items: Batch, valid: jax.Array, *, player: jax.Array | None = None,
+    ready: jax.Array | None = None,
+) -> ReplayBuffer:
     """Appends the `valid` rows of `items` ([M, ...], valid bool [M]) in order, overwriting the oldest.
+
+    `player` (int32 [M], default 0) is each row's player to move; `ready` (bool [M], default all) says which rows
+    already hold their value target; the others wait for `settle`.
 
     Invalid rows are skipped without a host round-trip: valid rows get consecutive ring positions, invalid rows
     an out-of-range index that the scatter drops. If more than `capacity` rows are valid, the last ones win.
@@ -58,22 +74,43 @@ def add(buffer: ReplayBuffer, items: Batch, valid: jax.Array) -> ReplayBuffer:
     # Only the last `capacity` valid rows can survive; dropping the others keeps the scatter free of collisions.
     keep = valid & (rank >= num_valid - capacity)
     index = jnp.where(keep, (buffer.next_index + rank) % capacity, capacity)
-    data = jax.tree.map(lambda old, new: old.at[index].set(new, mode="drop"), buffer.data, items)
+    player = jnp.zeros(valid.shape, jnp.int32) if player is None else player.astype(jnp.int32)
+    ready = jnp.ones(valid.shape, bool) if ready is None else ready
+    data, player, ready = jax.tree.map(
+        lambda old, new: old.at[index].set(new, mode="drop"),
+        (buffer.data, buffer.player, buffer.ready), (items, player, ready),
+    )
     return ReplayBuffer(
         data=data,
+        player=player,
+        ready=ready,
         next_index=(buffer.next_index + num_valid) % capacity,
         size=jnp.minimum(buffer.size + num_valid, capacity),
     )
 
 
+def settle(buffer: ReplayBuffer, index: jax.Array, outcome: jax.Array, valid: jax.Array) -> ReplayBuffer:
+    """Gives the positions at `index` (int32 [M], where `valid` bool [M]) their game's outcome `outcome`
+    (float32 [M, 2], per player id: +1 win, 0 draw, -1 loss) as value target, from the side of each position's
+    player to move, and makes them ready to be sampled."""
+    target = jnp.take_along_axis(outcome, buffer.player[index][:, None], axis=1)[:, 0]
+    index = jnp.where(valid, index, buffer.capacity)  # out of range: dropped
+    return buffer.replace(
+        data=buffer.data.replace(value_target=buffer.data.value_target.at[index].set(target, mode="drop")),
+        ready=buffer.ready.at[index].set(True, mode="drop"),
+    )
+
+
 def sample(key: jax.Array, buffer: ReplayBuffer, batch_size: int, game: Game, *, augment: bool = True) -> Batch:
-    """`batch_size` positions drawn uniformly (with replacement) from the filled part of the buffer.
+    """`batch_size` positions drawn uniformly (with replacement) from the ready ones.
 
     With `augment`, each position is transformed by one of the game's symmetries or the identity, uniformly.
-    Sampling from an empty buffer returns zeros; callers train only once positions were added.
+    With no position ready the rows are meaningless: callers train only once enough are (`num_ready`).
     """
     index_key, symmetry_key = jax.random.split(key)
-    index = jax.random.randint(index_key, (batch_size,), 0, jnp.maximum(buffer.size, 1))
+    ready_before = jnp.cumsum(buffer.ready, dtype=jnp.int32)  # the n-th ready position is where this first reaches n
+    rank = jax.random.randint(index_key, (batch_size,), 1, jnp.maximum(buffer.num_ready, 1) + 1)
+    index = jnp.minimum(jnp.searchsorted(ready_before, rank), buffer.capacity - 1)
     batch = jax.tree.map(lambda x: x[index], buffer.data)
     if augment and game.symmetries:
         batch = augment_batch(symmetry_key, batch, game)

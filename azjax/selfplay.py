@@ -2,8 +2,14 @@
 
 B games run in parallel for T moves. A game that ends restarts at once in its slot, so the batch stays full, and
 games carry over from one call to the next in `SelfPlayState`. Value targets are the final outcome of each
-position's game *from the point of view of the player to move in that position*; positions whose game has not
-ended by the last step of the scan get no target (`value_mask` False) and are not trained on.
+position's game *from the point of view of the player to move in that position*.
+
+No position is thrown away: `store_positions` puts every position into the replay buffer as it is played; those
+whose game has ended get their target at once, the others wait in the buffer (not ready to be sampled) until a
+later call sees their game end and `replay.settle` fills in the outcome. `SelfPlayState.pending` counts, per slot,
+the positions of the game in progress that wait so. A game of L recorded moves needs its positions to survive in
+the ring until it ends: with `replay_capacity >= num_games * (num_steps + max_length)` none is ever overwritten
+first (otherwise the lost ones are counted in the metrics).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from azjax import replay
 from azjax.config import SelfPlayConfig
 from azjax.games import Game, State
 from azjax.games.base import random_opening
@@ -28,6 +35,7 @@ class SelfPlayState:
     move_number: jax.Array  # [B] int32, moves played so far in each game
     resign_disabled: jax.Array  # [B] bool, this game may not resign (measures resignation false positives)
     would_resign: jax.Array  # [B, 2] bool, a player's root value fell below the threshold in this game
+    pending: jax.Array  # [B] int32, positions of the game in progress already in replay, awaiting its outcome
 
 
 @struct.dataclass
@@ -71,6 +79,7 @@ def init_selfplay(key: jax.Array, game: Game, config: SelfPlayConfig) -> SelfPla
         move_number=move_number,
         resign_disabled=jax.random.uniform(resign_key, (config.num_games,)) < config.resign_disabled_fraction,
         would_resign=jnp.zeros((config.num_games, 2), bool),
+        pending=jnp.zeros(config.num_games, jnp.int32),
     )
 
 
@@ -146,6 +155,7 @@ def _selfplay_step(
         move_number=jnp.where(done, fresh_move_number, carry.move_number + 1),
         resign_disabled=jnp.where(done, new_disabled, carry.resign_disabled),
         would_resign=would_resign & ~done[:, None],
+        pending=jnp.where(done, 0, carry.pending + 1),
     )
     return carry, record
 
@@ -154,15 +164,22 @@ def _expand(mask: jax.Array, like: jax.Array) -> jax.Array:
     return mask.reshape(mask.shape + (1,) * (like.ndim - mask.ndim))
 
 
-def compute_value_targets(trajectory: Trajectory) -> tuple[jax.Array, jax.Array]:
-    """The final outcome of each position's game, for the player to move there.
+@struct.dataclass
+class ValueTargets:
+    """The outcomes a trajectory [T, B] reveals, all per player id or for the player to move."""
+
+    value_target: jax.Array  # [T, B] float32, the outcome for the position's player to move (+1 win, -1 loss)
+    value_mask: jax.Array  # [T, B] bool, the position's game ended within the trajectory (else no target yet)
+    carried_outcome: jax.Array  # [B, 2] float32, per player id: the outcome of each slot's game at t = 0 ...
+    carried_ended: jax.Array  # [B] bool, ... if that game ended within the trajectory
+
+
+def compute_value_targets(trajectory: Trajectory) -> ValueTargets:
+    """The final outcome of each position's game, for the player to move there, where the game ended within the
+    trajectory; and the outcome of the game each slot held at its start (whose earlier positions wait in replay).
 
     A reverse scan over [T, B] accumulates each game's per-player return (the rewards of the move that ends the
     game; nothing carries back across a game's end, so games that end and restart within the scan stay apart).
-
-    Returns:
-      value_target: [T, B] float32, the outcome for `trajectory.current_player` (+1 win, -1 loss, 0 draw).
-      value_mask: [T, B] bool, the position's game ended within the scan (otherwise the target is unknown).
     """
 
     def body(later: tuple[jax.Array, jax.Array], step: tuple[jax.Array, ...]) -> tuple[tuple, tuple]:
@@ -177,5 +194,45 @@ def compute_value_targets(trajectory: Trajectory) -> tuple[jax.Array, jax.Array]
     num_games = trajectory.terminated.shape[1]
     init = (jnp.zeros((num_games, 2), jnp.float32), jnp.zeros(num_games, bool))
     steps = (trajectory.terminated, trajectory.rewards, trajectory.current_player)
-    _, (value_target, value_mask) = jax.lax.scan(body, init, steps, reverse=True)
-    return value_target, value_mask
+    (first_return, first_ended), (value_target, value_mask) = jax.lax.scan(body, init, steps, reverse=True)
+    return ValueTargets(value_target, value_mask, first_return, first_ended)
+
+
+def store_positions(
+    buffer: replay.ReplayBuffer, trajectory: Trajectory, pending: jax.Array, max_length: int
+) -> tuple[replay.ReplayBuffer, dict]:
+    """Puts every position of `trajectory` [T, B] into `buffer` and settles every game that ended in it.
+
+    The positions go in time-major order (position (t, b) at ring index next_index + t * B + b), those whose game
+    ended within the trajectory ready with their target. Every call adds exactly T * B rows, so a position of
+    slot b played k steps before the trajectory sits at ring index next_index - k * B + b: the game each slot held
+    at t = 0 has its `pending` (the `SelfPlayState.pending` before the call) earlier positions there, and if it
+    ended they are settled with its outcome. `max_length` (the game's) bounds `pending`.
+
+    Returns the buffer and counts: "positions_added" (positions that became ready: this call's finished games,
+    all their moves), "positions_lost" (earlier positions overwritten in the ring before their game ended).
+    """
+    targets = compute_value_targets(trajectory)
+    num_steps, num_games = trajectory.terminated.shape
+    flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731  [T, B, ...] -> [T * B, ...]
+    start = buffer.next_index
+    positions = replay.Batch(
+        observation=flat(trajectory.observation),
+        policy_target=flat(trajectory.policy_target),
+        value_target=flat(targets.value_target),
+    )
+    buffer = replay.add(buffer, positions, jnp.ones(num_steps * num_games, bool),
+                        player=flat(trajectory.current_player), ready=flat(targets.value_mask))
+    back = jnp.arange(1, max_length + 1)[:, None]  # [L, 1]: k steps before the trajectory
+    offset = start + jnp.arange(num_games)[None, :] - back * num_games  # [L, B] ring index before wrapping
+    earlier = (back <= pending[None, :]) & targets.carried_ended[None, :]
+    # The ring keeps the last `capacity` rows: those older than that, counted back from the newest, are gone.
+    kept = offset >= start + num_steps * num_games - buffer.capacity
+    outcome = jnp.broadcast_to(targets.carried_outcome[None], (max_length, num_games, 2))
+    buffer = replay.settle(buffer, (offset % buffer.capacity).reshape(-1), outcome.reshape(-1, 2),
+                           (earlier & kept).reshape(-1))
+    counts = {
+        "positions_added": jnp.sum(targets.value_mask) + jnp.sum(earlier & kept),
+        "positions_lost": jnp.sum(earlier & ~kept),
+    }
+    return buffer, counts

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import jax
+import numpy as np
 
 from azjax import checkpointing, evaluation, parallel
 from azjax.config import Config, ConfigError
@@ -63,6 +64,10 @@ def train(
     log: Callable[[str], None] = print,
 ) -> TrainResult:
     """Trains until `config.num_iterations` iterations in total, or `max_seconds` of this session, are spent.
+
+    A scheduled learning rate (`train.lr_schedule`) spans the run's budget: its iterations, or, with
+    `max_seconds`, what remained of its schedule when this session began spread over `max_seconds`, whichever
+    runs out first; the share of time spent is saved in the run state (`time_progress`).
 
     If `run_dir` already holds a checkpoint, the run resumes from it: its game, network, seed, number of games,
     replay capacity and optimizer must match `config` (CheckpointError otherwise); other settings may change and
@@ -121,12 +126,18 @@ def train(
         writer = _tensorboard_writer(run_dir, purge_step=start_iteration + 1)
         bar = _progress_bar(progress, start_iteration, config.num_iterations)
         start = time.perf_counter()
+        time_start = float(run_state.time_progress)
         stop_reason = "iterations"
         try:
             for iteration in range(start_iteration + 1, config.num_iterations + 1):
                 if stop.requested:  # checked between iterations: a donated, jitted iteration is never cut short
                     stop_reason = "interrupted"
                     break
+                if max_seconds is not None:  # the schedule spans what remained of it when this session began
+                    spent = min((time.perf_counter() - start) / max_seconds, 1.0)
+                    progress = np.float32(time_start + (1.0 - time_start) * spent)
+                    run_state = run_state.replace(
+                        time_progress=jax.device_put(progress, run_state.time_progress.sharding))
                 tick = time.perf_counter()
                 run_state, metrics = iteration_fn(run_state)
                 metrics = {name: float(value) for name, value in jax.device_get(metrics).items()}
@@ -202,7 +213,8 @@ def _check_run_dir(
     if config.train.lr_schedule == "cosine" and saved.num_iterations != config.num_iterations:
         log(
             f"Note: the cosine learning-rate schedule now spans {config.num_iterations} iterations instead of "
-            f"{saved.num_iterations}, so the learning rate changes from where it was."
+            f"{saved.num_iterations} (or this session's --seconds, if sooner), so the learning rate changes from "
+            "where it was."
         )
     return latest
 

@@ -55,6 +55,7 @@ class RunState:
     replay: replay.ReplayBuffer
     key: jax.Array  # the run's random key
     iteration: jax.Array  # [] int32, iterations completed
+    time_progress: jax.Array  # [] float32, the share of a time budget (--seconds) spent; 0 without one
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,25 +75,42 @@ def make_components(config: Config) -> Components:
     network = make_network(config.network, game.num_actions)
     apply_fn = functools.partial(network.apply, train=False)
     search_fn = make_search_fn(game, apply_fn, config.search)
-    return Components(game, network, make_optimizer(config.train, config.num_iterations), search_fn)
+    return Components(game, network, make_optimizer(config.train), search_fn)
 
 
-def make_optimizer(config: TrainConfig, num_iterations: int) -> optax.GradientTransformation:
-    """The optimizer with its learning-rate schedule (linear warm-up, then constant or cosine decay)."""
-    total_steps = max(num_iterations * config.num_sgd_steps, config.warmup_steps + 1)
-    if config.lr_schedule == "cosine":
-        schedule = optax.warmup_cosine_decay_schedule(
-            0.0, config.learning_rate, config.warmup_steps, total_steps, end_value=config.learning_rate * 0.01
-        )
-    else:
-        schedule = optax.join_schedules(
-            [optax.linear_schedule(0.0, config.learning_rate, config.warmup_steps),
-             optax.constant_schedule(config.learning_rate)],
-            [config.warmup_steps],
-        )
+def make_optimizer(config: TrainConfig) -> optax.GradientTransformation:
+    """The optimizer at a unit learning rate: `train_step` scales its updates by `learning_rate(...)`, which
+    follows the run's budget rather than a step count fixed in advance.
+
+    AdamW decays only the kernels (not biases or batch-norm scales), as the L2 penalty of adam and sgd does.
+    """
     if config.optimizer == "sgd":
-        return optax.sgd(schedule, momentum=0.9)
-    return optax.adam(schedule)
+        return optax.sgd(1.0, momentum=0.9)
+    if config.optimizer == "adamw":
+        return optax.adamw(1.0, weight_decay=config.weight_decay, mask=_kernels)
+    return optax.adam(1.0)
+
+
+def _kernels(params: dict) -> dict:
+    """True for the convolution and dense kernels of a parameter tree."""
+    return jax.tree_util.tree_map_with_path(lambda path, _: "kernel" in jax.tree_util.keystr(path), params)
+
+
+def learning_rate(config: TrainConfig, step: jax.Array, progress: jax.Array) -> jax.Array:
+    """The learning rate of SGD step `step` when a `progress` fraction (0 to 1) of the run's budget is spent:
+    a linear warm-up over `warmup_steps`, times 1 ("constant") or a cosine from 1 to 0.01 over the budget."""
+    warmup = jnp.minimum((step + 1) / max(config.warmup_steps, 1), 1.0)
+    if config.lr_schedule == "cosine":
+        decay = 0.01 + 0.99 * 0.5 * (1.0 + jnp.cos(jnp.pi * jnp.clip(progress, 0.0, 1.0)))
+    else:
+        decay = 1.0
+    return (config.learning_rate * warmup * decay).astype(jnp.float32)
+
+
+def budget_progress(run_state: RunState, num_iterations: int) -> jax.Array:
+    """The fraction of the run's budget spent before its next iteration: of its iterations, or of its time when
+    the trainer runs it with --seconds (`RunState.time_progress`), whichever is further."""
+    return jnp.maximum(run_state.iteration / num_iterations, run_state.time_progress).astype(jnp.float32)
 
 
 def init_run_state(config: Config, key: jax.Array | None = None) -> RunState:
@@ -113,13 +131,15 @@ def init_run_state(config: Config, key: jax.Array | None = None) -> RunState:
         replay=replay.init_replay(parts.game, config.train.replay_capacity),
         key=run_key,
         iteration=jnp.int32(0),
+        time_progress=jnp.float32(0.0),
     )
 
 
 def compute_loss(
     params: dict, batch_stats: dict, batch: replay.Batch, *, network: AlphaZeroNetwork, config: TrainConfig
 ) -> tuple[jax.Array, tuple[dict, dict]]:
-    """The AlphaZero loss on a batch: policy cross-entropy + weighted value MSE + L2 on the kernels.
+    """The AlphaZero loss on a batch: policy cross-entropy + weighted value MSE + L2 on the kernels (the L2 term
+    only for adam and sgd: adamw decays the weights outside the loss).
 
     Returns the total loss and (metrics, updated batch-norm statistics).
     """
@@ -130,7 +150,8 @@ def compute_loss(
     value_loss = jnp.mean(jnp.square(value - batch.value_target))
     kernels = [x for path, x in jax.tree_util.tree_leaves_with_path(params) if "kernel" in jax.tree_util.keystr(path)]
     l2 = sum(jnp.sum(jnp.square(k)) for k in kernels)
-    total = policy_loss + config.value_loss_weight * value_loss + config.weight_decay * l2
+    l2_weight = 0.0 if config.optimizer == "adamw" else config.weight_decay
+    total = policy_loss + config.value_loss_weight * value_loss + l2_weight * l2
     metrics = {"loss": total, "policy_loss": policy_loss, "value_loss": value_loss, "l2": l2}
     return total, (metrics, updates["batch_stats"])
 
@@ -142,13 +163,17 @@ def train_step(
     network: AlphaZeroNetwork,
     optimizer: optax.GradientTransformation,
     config: TrainConfig,
+    progress: jax.Array | float = 0.0,
 ) -> tuple[TrainState, dict]:
-    """One SGD step on `batch`; returns the new state and the loss metrics."""
+    """One SGD step on `batch`, at the learning rate of `progress` (the share of the run's budget spent, see
+    `learning_rate`); returns the new state and the loss metrics."""
     grad_fn = jax.grad(compute_loss, has_aux=True)
     grads, (metrics, batch_stats) = grad_fn(
         train_state.params, train_state.batch_stats, batch, network=network, config=config
     )
     updates, opt_state = optimizer.update(grads, train_state.opt_state, train_state.params)
+    rate = learning_rate(config, train_state.step, jnp.asarray(progress))
+    updates = jax.tree.map(lambda u: (rate * u).astype(u.dtype), updates)
     new_state = TrainState(
         params=optax.apply_updates(train_state.params, updates),
         batch_stats=batch_stats,
@@ -156,6 +181,7 @@ def train_step(
         step=train_state.step + 1,
     )
     metrics["grad_norm"] = optax.tree.norm(grads)
+    metrics["learning_rate"] = rate
     return new_state, metrics
 
 
@@ -213,24 +239,23 @@ def _train_iteration(
         config=config.selfplay,
     )
     games_state, trajectory = split_batch(games_state, mesh), split_batch(trajectory, mesh, batch_axis=1)
-    value_target, value_mask = selfplay.compute_value_targets(trajectory)
-    flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731  [T, B, ...] -> [T * B, ...]
-    positions = replay.Batch(
-        observation=flat(trajectory.observation),
-        policy_target=flat(trajectory.policy_target),
-        value_target=flat(value_target),
-    )
-    buffer = replay.add(run_state.replay, positions, flat(value_mask))
+    buffer, stored = selfplay.store_positions(run_state.replay, trajectory, run_state.selfplay.pending, game.max_length)
 
     train_state, sgd_metrics = run_sgd_steps(
-        sgd_key, run_state.train_state, buffer, parts=parts, config=config, mesh=mesh
+        sgd_key, run_state.train_state, buffer, parts=parts, config=config, mesh=mesh,
+        progress=budget_progress(run_state, config.num_iterations),
     )
 
-    metrics = {name: jnp.mean(values) for name, values in sgd_metrics.items()}
-    metrics.update(_selfplay_metrics(trajectory, value_mask))
-    metrics["replay_size"] = buffer.size
+    taken = sgd_metrics.pop("taken")
+    metrics = {name: jnp.sum(jnp.where(taken, values, 0.0)) / jnp.maximum(jnp.sum(taken), 1)
+               for name, values in sgd_metrics.items()}
+    metrics["sgd_steps"] = jnp.sum(taken)
+    metrics.update(_selfplay_metrics(trajectory))
+    metrics.update(stored)
+    metrics["positions_pending"] = jnp.sum(games_state.pending)
+    metrics["replay_size"] = buffer.num_ready
     metrics["params_finite"] = jnp.all(jnp.array([jnp.isfinite(x).all() for x in jax.tree.leaves(train_state)]))
-    new_state = RunState(
+    new_state = run_state.replace(
         train_state=train_state,
         selfplay=games_state,
         replay=buffer,
@@ -248,29 +273,36 @@ def run_sgd_steps(
     parts: Components,
     config: Config,
     mesh: Mesh | None = None,
+    progress: jax.Array | float = 0.0,
 ) -> tuple[TrainState, dict]:
-    """An iteration's `train.num_sgd_steps` SGD steps, a `lax.scan` over batches sampled from `buffer`.
+    """An iteration's `train.num_sgd_steps` SGD steps at the learning rate of `progress` (see `learning_rate`),
+    a `lax.scan` over batches sampled from `buffer`'s ready positions. Until it holds at least a batch of them
+    (the first iterations of a game whose games outlast an iteration) the steps change nothing.
 
-    Returns the new train state and the per-step metrics ([num_sgd_steps] each).
+    Returns the new train state and the per-step metrics ([num_sgd_steps] each), with "taken" (bool: the step
+    trained).
     """
+    taken = buffer.num_ready >= config.train.batch_size
 
     def sgd_body(state: TrainState, step_key: jax.Array) -> tuple[TrainState, dict]:
         batch = replay.sample(step_key, buffer, config.train.batch_size, parts.game, augment=config.train.augment)
-        return train_step(
-            state, split_batch(batch, mesh), network=parts.network, optimizer=parts.optimizer, config=config.train
+        new_state, metrics = train_step(
+            state, split_batch(batch, mesh), network=parts.network, optimizer=parts.optimizer, config=config.train,
+            progress=progress,
         )
+        new_state = jax.tree.map(lambda new, old: jnp.where(taken, new, old), new_state, state)
+        return new_state, {**metrics, "taken": taken}
 
     return jax.lax.scan(sgd_body, train_state, jax.random.split(key, config.train.num_sgd_steps))
 
 
-def _selfplay_metrics(trajectory: selfplay.Trajectory, value_mask: jax.Array) -> dict:
+def _selfplay_metrics(trajectory: selfplay.Trajectory) -> dict:
     done = trajectory.terminated
     num_done = jnp.sum(done)
     per_game = lambda x: jnp.sum(x) / jnp.maximum(num_done, 1)  # noqa: E731
     checked = jnp.sum(trajectory.would_have_resigned)
     return {
         "games_finished": num_done,
-        "positions_added": jnp.sum(value_mask),
         "game_length": per_game(jnp.where(done, trajectory.move_number + 1, 0)),
         "player0_win_rate": per_game(done & (trajectory.rewards[..., 0] > 0)),
         "draw_rate": per_game(done & (trajectory.rewards[..., 0] == 0)),

@@ -9,7 +9,8 @@ move, and the search's move, keep the game-theoretic outcome, per stratum, and t
 The first iteration's checkpoint is copied aside (OUT-first) before training continues, so the final agent can
 play the agent it started from. Both play with search (the run's simulations, no root noise), so each pair of
 games starts after --opening-moves random moves (the arena's openings: distinct between pairs, both seats of a
-pair alike; "distinct_games" counts the different games, which the intervals use); results are from the final agent's side, over --games games in each seat ("win_rate" = wins / games). `--seconds 0`
+pair alike; "distinct_games" counts the different games, which the intervals use); results are from the final
+agent's side, over --games games in each seat ("win_rate" = wins / games). `--seconds 0`
 evaluates the run in --out again without training it.
 
 The bars: Connect Four >= 95% wins against random after 10 minutes and clearly ahead of the first checkpoint;

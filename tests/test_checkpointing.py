@@ -338,6 +338,22 @@ def test_stop_request_between_iterations(runs, tmp_path):
     assert any("SIGINT received" in m for m in messages)
 
 
+def test_a_time_budget_drives_the_schedule_and_is_saved(runs, tmp_path):
+    """With --seconds, a cosine learning rate decays over the time budget (not the 1000 configured iterations),
+    and the share of it spent is checkpointed, so that a resumed run continues the schedule from there."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(runs["root"] / "straight", run_dir)  # already 2N iterations: no new compilation of the state
+    config = run_config(1000, **{"train.lr_schedule": "cosine"})
+    result = trainer.train(config, run_dir, max_seconds=10.0, progress=False, log=quiet)
+    assert result.stop_reason == "seconds" and len(result.history) >= 3
+    rates = [r["learning_rate"] for r in result.history]
+    assert rates[-1] < rates[0] and all(b <= a for a, b in zip(rates, rates[1:], strict=False))
+    peak = config.train.learning_rate
+    assert rates[-1] < 0.5 * peak  # iterations alone would have spent about 1% of the schedule
+    saved = checkpointing.CheckpointManager(run_dir).restore(config)
+    assert 0.5 < float(saved.time_progress) < 1.0
+
+
 def test_a_second_signal_stops_at_once():
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     on_term = signal.getsignal(signal.SIGTERM)
@@ -448,6 +464,19 @@ def test_other_game_or_network_shape_is_a_clear_error(runs):
     assert_one_line_error(code, err, "game: 'tic_tac_toe' -> 'connect_four'", "pass a new --out")
     code, _, err = run_cli("train", "--out", run_dir, "--network.num_channels", "16", "--no-progress")
     assert_one_line_error(code, err, "network.num_channels: 8 -> 16")
+
+
+def test_checkpoint_of_an_older_format_plays_but_does_not_resume(runs, tmp_path):
+    run_dir = tmp_path / "run"
+    shutil.copytree(runs["root"] / "straight", run_dir)
+    for step_dir in (run_dir / "checkpoints").iterdir():
+        if step_dir.name.isdigit():
+            meta_file = step_dir / "meta" / "metadata"
+            meta_file.write_text(json.dumps({**json.loads(meta_file.read_text()), "version": 1}))
+            checkpointing._write_manifest(step_dir)  # as that azjax wrote it, consistent with its files
+    code, _, err = run_cli("train", "--out", run_dir, "--iterations", str(3 * N), "--no-progress")
+    assert_one_line_error(code, err, "older azjax (format 1)", "cannot resume training", "--out")
+    assert azjax.load_agent(run_dir).config == run_config()  # its network still loads
 
 
 @pytest.mark.parametrize(

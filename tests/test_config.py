@@ -129,6 +129,7 @@ def test_with_overrides_leaves_the_original_and_the_overrides_alone():
         ({"selfplay.opening_moves": -1}, "selfplay.opening_moves"),
         ({"selfplay.resign_disabled_fraction": 1.5}, "selfplay.resign_disabled_fraction"),
         ({"train.replay_capacity": 16, "train.batch_size": 32}, "train.replay_capacity"),
+        ({"train.replay_capacity": 1024, "selfplay.num_games": 64, "selfplay.num_steps": 32}, "one iteration's"),
         ({"train.learning_rate": 0}, "train.learning_rate"),
         ({"train.lr_schedule": "linear"}, "train.lr_schedule"),
         ({"train.optimizer": "rmsprop"}, "train.optimizer"),

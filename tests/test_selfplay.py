@@ -14,8 +14,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from azjax import replay
 from azjax.networks import init_variables
-from azjax.selfplay import Trajectory, compute_value_targets, init_selfplay, run_selfplay
+from azjax.selfplay import Trajectory, compute_value_targets, init_selfplay, run_selfplay, store_positions
 from azjax.training import make_components
 
 # --------------------------------------------------------------------------------------------------------------
@@ -67,7 +68,8 @@ def test_value_targets_of_hand_made_games():
         # A game that does not end within the scan.
         column([0, 1, 0, 1, 0, 1]),
     )
-    target, mask = compute_value_targets(make_trajectory(*slots))
+    targets = compute_value_targets(make_trajectory(*slots))
+    target, mask = targets.value_target, targets.value_mask
     expected_target = np.array(
         [
             [1, -1, 1, 0, 0, 0],
@@ -89,12 +91,16 @@ def test_value_targets_of_hand_made_games():
     assert target.shape == mask.shape == (6, 4) and target.dtype == jnp.float32 and mask.dtype == jnp.bool_
     np.testing.assert_array_equal(mask, expected_mask)
     np.testing.assert_array_equal(np.where(expected_mask, target, 0), expected_target)
+    # The games each slot held at step 0, per player id: the outcomes their earlier positions (in replay) need.
+    np.testing.assert_array_equal(targets.carried_ended, [True, True, True, False])
+    np.testing.assert_array_equal(np.asarray(targets.carried_outcome)[:3], [[1, -1], [-1, 1], [1, -1]])
 
 
 def test_value_target_is_the_outcome_for_the_player_to_move():
     # The same finished game seen from both seats: alternating players get opposite targets.
     players, terminated, rewards = stack_columns(column([0, 1, 0, 1, 0], end_step=[4], end_rewards=[[1, -1]], steps=5))
-    target, mask = compute_value_targets(make_trajectory(players, terminated, rewards))
+    targets = compute_value_targets(make_trajectory(players, terminated, rewards))
+    target, mask = targets.value_target, targets.value_mask
     assert np.all(mask)
     np.testing.assert_array_equal(target[:, 0], [1, -1, 1, -1, 1])
     np.testing.assert_array_equal(target[:-1, 0], -target[1:, 0])
@@ -106,7 +112,8 @@ def test_nothing_carries_back_across_a_game_end():
         column([1, 0, 1, 0], end_step=[0, 3], end_rewards=[[-1, 1], [0, 0]], steps=4),
         column([0, 1, 0, 0], end_step=[2, 3], end_rewards=[[1, -1], [1, -1]], steps=4),
     )
-    target, mask = compute_value_targets(make_trajectory(players, terminated, rewards))
+    targets = compute_value_targets(make_trajectory(players, terminated, rewards))
+    target, mask = targets.value_target, targets.value_mask
     assert np.all(mask)
     np.testing.assert_array_equal(target[:, 0], [1, 0, 0, 0])
     np.testing.assert_array_equal(target[:, 1], [1, -1, 1, 1])
@@ -236,7 +243,8 @@ def test_rewards_are_zero_sum_paid_at_the_end_and_never_for_an_illegal_move(run)
 
 def test_value_targets_of_a_run_match_a_plain_python_walk(run):
     name, trajectory = run[0], run[4]
-    target, mask = compute_value_targets(trajectory)
+    targets = compute_value_targets(trajectory)
+    target, mask = targets.value_target, targets.value_mask
     expected_target, expected_mask = reference_value_targets(
         trajectory.terminated, trajectory.rewards, trajectory.current_player
     )
@@ -272,7 +280,8 @@ def test_resignation(run):
         np.testing.assert_array_equal(trajectory.move_number, 0)
         mover = trajectory.current_player
         np.testing.assert_array_equal(np.take_along_axis(trajectory.rewards, mover[..., None], -1)[..., 0], -1.0)
-        target, mask = compute_value_targets(trajectory)
+        targets = compute_value_targets(trajectory)
+        target, mask = targets.value_target, targets.value_mask
         assert np.all(mask) and np.all(np.asarray(target) == -1.0)  # the resigning mover lost
         assert not trajectory.would_have_resigned.any()  # no game had resignation disabled
     else:  # resign_disabled
@@ -295,3 +304,55 @@ def test_games_carry_over_between_calls(tiny_config):
     observe = jax.jit(jax.vmap(make_components(config).game.observe))
     np.testing.assert_array_equal(second.observation[0], observe(middle.game_state))
     assert np.any(np.asarray(middle.move_number) > 0)  # some games were in progress
+
+
+# --------------------------------------------------------------------------------------------------------------
+# store_positions: no position is thrown away
+
+
+@pytest.mark.parametrize("num_steps, capacity", [(3, 4096), (5, 64)])
+def test_positions_of_games_that_span_calls_get_their_outcome(tiny_config, num_steps, capacity):
+    """Self-play in calls of 3 (or 5) moves, each stored at once, against one long trajectory's value targets:
+    every position of a finished game is in replay with the outcome for its player to move, the others wait; with
+    a ring too small to hold a game's positions until it ends, the overwritten ones are counted as lost."""
+    config = dataclasses.replace(tiny_config, selfplay=dataclasses.replace(
+        tiny_config.selfplay, num_steps=num_steps, opening_moves=2))
+    parts = make_components(config)
+    play = compiled_selfplay(config)
+    store = jax.jit(functools.partial(store_positions, max_length=parts.game.max_length))
+    state = init_selfplay(jax.random.key(4), parts.game, config.selfplay)
+    buffer = replay.init_replay(parts.game, capacity)
+    trajectories, added, lost = [], 0, 0
+    for call in range(6):
+        pending = state.pending
+        state, trajectory = play(jax.random.key(10 + call), network_variables(tiny_config), state)
+        buffer, counts = store(buffer, trajectory, pending)
+        trajectories.append(jax.device_get(trajectory))
+        added, lost = added + int(counts["positions_added"]), lost + int(counts["positions_lost"])
+    whole = jax.tree.map(lambda *xs: np.concatenate(xs), *trajectories)  # [6 T, B]
+    target, mask = reference_value_targets(whole.terminated, whole.rewards, whole.current_player)
+    num_games = config.selfplay.num_games
+    # Ring index of each position: every call appends its T * B positions in time-major order.
+    index = np.arange(whole.terminated.size).reshape(whole.terminated.shape) % capacity
+    newest = whole.terminated.size - capacity  # positions before this one were overwritten
+    held = np.arange(whole.terminated.size).reshape(whole.terminated.shape) >= newest
+    ready = np.asarray(buffer.ready)[index]
+    np.testing.assert_array_equal(ready[held], mask[held])
+    np.testing.assert_array_equal(np.asarray(buffer.data.value_target)[index][held & mask], target[held & mask])
+    np.testing.assert_array_equal(np.asarray(buffer.data.observation)[index][held], whole.observation[held])
+    np.testing.assert_array_equal(np.asarray(buffer.num_ready), np.sum(mask & held))
+    # Positions still waiting are those of the games in progress.
+    assert int(np.asarray(state.pending).sum()) == np.sum(~mask)
+    assert mask.any() and not mask.all()
+    # Every position of every finished game was added, or lost: overwritten in the ring before its game ended.
+    per_call = num_steps * num_games
+    expected_lost = 0
+    for b in range(num_games):
+        start = 0
+        for t in np.flatnonzero(whole.terminated[:, b]):
+            end_call = t // num_steps
+            expected_lost += sum(s // num_steps < end_call and s * num_games + b < (end_call + 1) * per_call - capacity
+                                 for s in range(start, t + 1))
+            start = t + 1
+    assert (lost, added) == (expected_lost, mask.sum() - expected_lost)
+    assert (lost > 0) == (capacity < num_games * (num_steps + parts.game.max_length))

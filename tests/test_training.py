@@ -18,6 +18,8 @@ from azjax.training import (
     compute_loss,
     init_run_state,
     make_components,
+    budget_progress,
+    learning_rate,
     make_optimizer,
     make_train_iteration,
     train_step,
@@ -92,7 +94,7 @@ def test_compute_loss_is_the_alphazero_formula(parts, variables, batch):
 
 def test_train_step_reduces_the_loss_on_a_fixed_batch(parts, variables, batch):
     config = TrainConfig(learning_rate=1e-2, warmup_steps=0, weight_decay=1e-4)
-    optimizer = make_optimizer(config, num_iterations=1)
+    optimizer = make_optimizer(config)
     state = TrainState(
         params=variables["params"],
         batch_stats=variables["batch_stats"],
@@ -110,13 +112,51 @@ def test_train_step_reduces_the_loss_on_a_fixed_batch(parts, variables, batch):
     assert not np.allclose(state.params["Dense_0"]["kernel"], variables["params"]["Dense_0"]["kernel"])
 
 
+def test_learning_rate_warms_up_then_follows_the_budget():
+    constant = TrainConfig(learning_rate=1e-3, warmup_steps=10)
+    cosine = TrainConfig(learning_rate=1e-3, warmup_steps=10, lr_schedule="cosine")
+    def rate(config, step, progress):
+        return float(learning_rate(config, jnp.int32(step), jnp.float32(progress)))
+
+    assert rate(constant, 0, 0.0) == pytest.approx(1e-4) and rate(constant, 4, 0.0) == pytest.approx(5e-4)
+    assert rate(constant, 9, 0.9) == pytest.approx(1e-3) and rate(constant, 500, 1.0) == pytest.approx(1e-3)
+    assert rate(cosine, 500, 0.0) == pytest.approx(1e-3)
+    assert rate(cosine, 500, 0.5) == pytest.approx(1e-3 * (0.01 + 0.99 * 0.5))
+    assert rate(cosine, 500, 1.0) == pytest.approx(1e-5) and rate(cosine, 500, 3.0) == pytest.approx(1e-5)
+
+
+def test_budget_progress_is_the_further_of_iterations_and_time(tiny_config):
+    state = init_run_state(tiny_config)
+    assert float(budget_progress(state.replace(iteration=jnp.int32(5)), 20)) == pytest.approx(0.25)
+    timed = state.replace(iteration=jnp.int32(5), time_progress=jnp.float32(0.6))
+    assert float(budget_progress(timed, 20)) == pytest.approx(0.6)
+
+
+def test_adamw_decays_kernels_outside_the_loss(parts, variables, batch):
+    config = TrainConfig(optimizer="adamw", weight_decay=0.1)
+    optimizer = make_optimizer(config)
+    params = variables["params"]
+    zero = jax.tree.map(jnp.zeros_like, params)
+    updates, _ = optimizer.update(zero, optimizer.init(params), params)
+    flat_params, flat_updates = (traverse_util.flatten_dict(jax.device_get(t)) for t in (params, updates))
+    for path, update in flat_updates.items():  # at a unit learning rate: -weight_decay x kernel, 0 elsewhere
+        expected = -0.1 * flat_params[path] if path[-1] == "kernel" else np.zeros_like(update)
+        np.testing.assert_allclose(update, expected, rtol=1e-6, atol=1e-12)
+    # The loss carries no L2 term with adamw; with adam the same weight is an L2 penalty in it.
+    adamw_loss = compute_loss(params, variables["batch_stats"], batch, network=parts.network, config=config)[0]
+    adam = TrainConfig(optimizer="adam", weight_decay=0.1)
+    adam_loss, (metrics, _) = compute_loss(params, variables["batch_stats"], batch, network=parts.network,
+                                           config=adam)
+    assert float(adam_loss - adamw_loss) == pytest.approx(0.1 * float(metrics["l2"]), rel=1e-4)
+
+
 # --------------------------------------------------------------------------------------------------------------
 # The compiled iteration
 
 
-SELFPLAY_METRICS = {"games_finished", "positions_added", "game_length", "player0_win_rate", "draw_rate",
-                    "resign_rate", "resign_false_positive_rate", "replay_size"}
-SGD_METRICS = {"loss", "policy_loss", "value_loss", "l2", "grad_norm"}
+SELFPLAY_METRICS = {"games_finished", "positions_added", "positions_pending", "positions_lost", "game_length",
+                    "player0_win_rate", "draw_rate", "resign_rate", "resign_false_positive_rate", "replay_size"}
+SGD_METRICS = {"loss", "policy_loss", "value_loss", "l2", "grad_norm", "sgd_steps"}
 
 
 def params_copy(run_state) -> dict:
@@ -136,7 +176,8 @@ def iterations(tiny_config):
             "metrics": {name: float(value) for name, value in jax.device_get(metrics).items()},
             "iteration": int(state.iteration),
             "sgd_steps": int(state.train_state.step),
-            "replay_size": int(state.replay.size),
+            "replay_size": int(state.replay.num_ready),
+            "pending": int(state.selfplay.pending.sum()),
             "params": params_copy(state),  # copied: the next call donates `state`
         })
     same_seed, _ = iteration(init_run_state(tiny_config))
@@ -165,7 +206,7 @@ def test_iteration_metrics_are_finite_scalars(iterations, tiny_config):
         assert 5 <= metrics["game_length"] <= 9  # tic-tac-toe, no openings
         assert 0 <= metrics["player0_win_rate"] + metrics["draw_rate"] <= 1
         assert metrics["resign_rate"] == 0  # resign_threshold is None
-        assert 0 < metrics["positions_added"] <= tiny_config.selfplay.num_games * tiny_config.selfplay.num_steps
+        assert metrics["positions_lost"] == 0 and metrics["sgd_steps"] == tiny_config.train.num_sgd_steps
 
 
 def test_replay_grows_by_the_positions_added(iterations, tiny_config):
@@ -174,6 +215,16 @@ def test_replay_grows_by_the_positions_added(iterations, tiny_config):
     assert first["replay_size"] == first["metrics"]["replay_size"] == added[0] > 0
     expected = min(added[0] + added[1], tiny_config.train.replay_capacity)
     assert second["replay_size"] == second["metrics"]["replay_size"] == expected > first["replay_size"]
+
+
+def test_every_played_position_is_added_or_pending(iterations, tiny_config):
+    # A ring larger than two iterations: every position played is in replay, ready or waiting for its game to
+    # end (test_selfplay.py checks their targets against one long trajectory's).
+    played = 2 * tiny_config.selfplay.num_games * tiny_config.selfplay.num_steps
+    records = iterations["records"]
+    added = sum(r["metrics"]["positions_added"] for r in records)
+    assert added + records[-1]["pending"] == played
+    assert records[-1]["metrics"]["positions_pending"] == records[-1]["pending"] > 0
 
 
 def test_iterations_train_the_network(iterations):

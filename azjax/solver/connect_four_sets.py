@@ -89,7 +89,8 @@ def random_position(rng: np.random.Generator, num_moves: int) -> tuple[int, ...]
 
 
 def generate(*, seed: int = 0, per_stratum: int = 1000, processes: int | None = None,
-             chunk: int = 256, log=functools.partial(print, flush=True)) -> dict[str, list[tuple[tuple[int, ...], int, np.ndarray]]]:
+             chunk: int = 256, log=functools.partial(print, flush=True)
+             ) -> dict[str, list[tuple[tuple[int, ...], int, np.ndarray]]]:
     """The labelled sets: {stratum: [(moves, score, outcomes int8 [7]), ...]}, `per_stratum` each.
 
     Deterministic in `seed` whatever the number of processes and the `chunk` size: each stage draws its

@@ -246,7 +246,8 @@ def judge(labelled: LabelledPositions, actions: np.ndarray, values: np.ndarray |
         groups = {"all": np.ones(labelled.num_positions, bool)}
 
     def rates(ok: np.ndarray, where: np.ndarray) -> dict[str, Rate]:
-        return {name: Rate(int(np.sum(ok & group & where)), int(np.sum(group & where))) for name, group in groups.items()}
+        return {name: Rate(int(np.sum(ok & group & where)), int(np.sum(group & where)))
+                for name, group in groups.items()}
 
     everywhere = np.ones(labelled.num_positions, bool)
     return Report(

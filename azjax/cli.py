@@ -15,8 +15,11 @@ import argparse
 import dataclasses
 import datetime
 import json
+import os
 import sys
 from pathlib import Path
+
+COMPILE_CACHE_ENV = "AZJAX_COMPILE_CACHE"  # a directory for jax's compilation cache, or "off"
 
 
 def _add_config_options(parser: argparse.ArgumentParser) -> None:
@@ -45,6 +48,13 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         if action.default is None or "default" in (action.help or ""):
             return action.help
         return super()._get_help_string(action)
+
+
+def _add_compile_cache_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-compile-cache", action="store_true", help="do not keep compiled programs between "
+                        "runs (by default jax's persistent compilation cache in ~/.cache/azjax/jax, or "
+                        f"${COMPILE_CACHE_ENV}, makes a second run start faster; {COMPILE_CACHE_ENV}=off also "
+                        "turns it off)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -80,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "(default: all jax sees, as many as divide both; on a CPU, one device per core); 1 = no "
                        "split, which is faster for tiny networks")
     train.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
+    _add_compile_cache_option(train)
     train.add_argument("--list-games", action="store_true", help="list the registered games and the pgx "
                        "environments the adapter takes, and exit")
     _add_config_options(train)
@@ -140,6 +151,7 @@ def _add_eval_and_play(commands) -> None:
                           "with 95%% intervals, and how often its value names the outcome. greedy:RUN judges the "
                           "network alone, RUN its search")
     evaluate.add_argument("--seed", type=int, default=0, help="the random seed (default: 0)")
+    _add_compile_cache_option(evaluate)
     evaluate.add_argument("--json", type=Path, metavar="PATH", help="also write the results as JSON")
 
     play = commands.add_parser(
@@ -160,6 +172,7 @@ def _add_eval_and_play(commands) -> None:
     play.add_argument("--opening-moves", type=int, default=0, metavar="K", help="start after K random moves "
                       "(default: 0; connect_four's perfect player needs 10)")
     play.add_argument("--seed", type=int, help="the random seed (default: a new one each game)")
+    _add_compile_cache_option(play)
 
 
 def _game_for(specs: list[str], requested: str | None):
@@ -425,9 +438,32 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def use_compile_cache(disabled: bool = False) -> Path | None:
+    """Turns on jax's persistent compilation cache, so that a second run of a command skips most compilation:
+    in $AZJAX_COMPILE_CACHE if set, else JAX_COMPILATION_CACHE_DIR if set, else ~/.cache/azjax/jax (under
+    $XDG_CACHE_HOME if set). Off with `disabled` (--no-compile-cache) or AZJAX_COMPILE_CACHE=off. Returns the
+    directory, or None when off."""
+    setting = os.environ.get(COMPILE_CACHE_ENV, "").strip()
+    if disabled or setting.lower() in ("off", "0", "false", "no"):
+        return None
+    import jax
+
+    if setting:
+        directory = Path(setting).expanduser()
+    elif jax.config.jax_compilation_cache_dir:
+        return Path(jax.config.jax_compilation_cache_dir)  # the user's own choice, through jax's variable
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+        directory = Path(base) / "azjax" / "jax"
+    jax.config.update("jax_compilation_cache_dir", str(directory))
+    return directory
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `azjax` command."""
     args = build_parser().parse_args(argv)
+    if args.command in ("train", "eval", "play"):
+        use_compile_cache(args.no_compile_cache)
     from azjax.agents import SpecError
     from azjax.checkpointing import CheckpointError
     from azjax.config import ConfigError

@@ -50,8 +50,9 @@ class SelfPlayConfig:
     num_games: int = 256  # games played in parallel (the batch B); finished games restart at once
     num_steps: int = 32  # moves per game per iteration (T); games carry over between iterations
     opening_moves: int = 0  # each game starts after 0..k uniformly random moves (not recorded), for diversity
-    resign_threshold: float | None = None  # resign when the root value (for the mover) is below this; None = never
+    resign_threshold: float | None = None  # resign when the chosen move's value (for the mover) is below; None: never
     resign_disabled_fraction: float = 0.1  # share of games that never resign, to measure false positives
+    keep_unfinished: bool = True  # a game outlasting an iteration: its positions wait in replay (False: dropped)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,7 +63,7 @@ class TrainConfig:
     num_sgd_steps: int = 16  # SGD steps per iteration
     learning_rate: float = 1e-3  # peak learning rate
     warmup_steps: int = 100  # linear warm-up of the learning rate (SGD steps)
-    lr_schedule: str = "constant"  # "constant" after warm-up, or "cosine" to 0.01 x by the end (iterations or --seconds)
+    lr_schedule: str = "constant"  # "constant" after warm-up, or "cosine" to 0.01 x at the end (iterations, --seconds)
     optimizer: str = "adam"  # "adam", "adamw" (weight decay decoupled from Adam) or "sgd" (momentum 0.9)
     value_loss_weight: float = 1.0  # weight of the value MSE in the loss
     weight_decay: float = 1e-4  # adam, sgd: L2 penalty weight in the loss; adamw: kernels shrink by lr x this per step

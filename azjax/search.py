@@ -9,6 +9,8 @@ Sign conventions (mctx backs up `reward + discount * value`):
 * The discount is -1 between two non-terminal nodes: the child's value is for the opponent of the parent's mover,
   so it flips sign. At a terminal child the discount and value are 0: only the final reward counts.
 Hence every Q-value and root value in the output is from the point of view of the player to move at the root.
+The root value averages every simulation, also those that Gumbel's sequential halving or PUCT's exploration
+spent on poor moves; `action_value`, the Q-value of the move played, is what that move is worth.
 
 Illegal actions are masked at the root through mctx's `invalid_actions` (the inverse of `legal_action_mask`,
 inverted here and nowhere else) and inside the tree by giving them the lowest prior logit; should the tree still
@@ -39,6 +41,7 @@ class SearchOutput:
     action: jax.Array  # [B] int32, the move to play
     policy_target: jax.Array  # [B, A] float32, the search's improved policy (zero on illegal actions)
     root_value: jax.Array  # [B] float32, the search's value of the root, for the player to move there
+    action_value: jax.Array  # [B] float32, the search's value (Q) of `action`, for the player to move at the root
     network_value: jax.Array  # [B] float32, the network's raw value of the root, for the player to move there
 
 
@@ -118,10 +121,14 @@ def make_search_fn(
             # Temperature schedule: mctx sampled from the visit counts; past the opening, play the most visited.
             most_visited = jnp.argmax(output.action_weights, axis=-1)
             action = jnp.where(move_number < config.temperature_moves, output.action, most_visited)
+        summary = output.search_tree.summary()
+        action = action.astype(jnp.int32)
         return SearchOutput(
-            action=action.astype(jnp.int32),
+            action=action,
             policy_target=output.action_weights,
-            root_value=output.search_tree.summary().value,
+            root_value=summary.value,
+            # The chosen move was always visited (Gumbel plays a considered action; PUCT a visited one).
+            action_value=jnp.take_along_axis(summary.qvalues, action[:, None], axis=1)[:, 0],
             network_value=value,
         )
 

@@ -47,6 +47,7 @@ class Trajectory:
     current_player: jax.Array  # [T, B] int32, the player to move at this position
     move_number: jax.Array  # [T, B] int32, moves played in this game before this position
     root_value: jax.Array  # [T, B] float32, the search's value for the player to move
+    action_value: jax.Array  # [T, B] float32, the search's value of the move played, for the player to move
     terminated: jax.Array  # [T, B] bool, the move made here ended the game
     rewards: jax.Array  # [T, B, 2] float32, per player id, paid by the move made here
     resigned: jax.Array  # [T, B] bool, the player to move resigned here
@@ -120,8 +121,9 @@ def _selfplay_step(
     searched = search_fn(variables, search_key, state, carry.move_number)
     next_state = jax.vmap(game.step)(state, searched.action)
 
-    # Resignation: the mover gives up when the search values its position below the threshold.
-    below = searched.root_value < (config.resign_threshold if config.resign_threshold is not None else -jnp.inf)
+    # Resignation: the mover gives up when the search values its chosen move below the threshold (not the root
+    # value, which averages in the simulations spent on worse moves: a must-block position would look lost).
+    below = searched.action_value < (config.resign_threshold if config.resign_threshold is not None else -jnp.inf)
     resigned = below & ~carry.resign_disabled
     loss_for_mover = jnp.where(mover_one_hot, -1.0, 1.0).astype(jnp.float32)
     next_state = next_state.replace(
@@ -139,6 +141,7 @@ def _selfplay_step(
         current_player=mover,
         move_number=carry.move_number,
         root_value=searched.root_value,
+        action_value=searched.action_value,
         terminated=done,
         rewards=next_state.rewards,
         resigned=resigned,
@@ -199,7 +202,8 @@ def compute_value_targets(trajectory: Trajectory) -> ValueTargets:
 
 
 def store_positions(
-    buffer: replay.ReplayBuffer, trajectory: Trajectory, pending: jax.Array, max_length: int
+    buffer: replay.ReplayBuffer, trajectory: Trajectory, pending: jax.Array, max_length: int, *,
+    keep_unfinished: bool = True,
 ) -> tuple[replay.ReplayBuffer, dict]:
     """Puts every position of `trajectory` [T, B] into `buffer` and settles every game that ended in it.
 
@@ -209,8 +213,12 @@ def store_positions(
     at t = 0 has its `pending` (the `SelfPlayState.pending` before the call) earlier positions there, and if it
     ended they are settled with its outcome. `max_length` (the game's) bounds `pending`.
 
+    With `keep_unfinished=False` (`SelfPlayConfig.keep_unfinished`) only the positions whose game ended within
+    the trajectory are stored, and the others are dropped.
+
     Returns the buffer and counts: "positions_added" (positions that became ready: this call's finished games,
-    all their moves), "positions_lost" (earlier positions overwritten in the ring before their game ended).
+    all their moves), "positions_lost" (positions that will never be trained on: overwritten in the ring before
+    their game ended or, with keep_unfinished=False, dropped).
     """
     targets = compute_value_targets(trajectory)
     num_steps, num_games = trajectory.terminated.shape
@@ -221,6 +229,9 @@ def store_positions(
         policy_target=flat(trajectory.policy_target),
         value_target=flat(targets.value_target),
     )
+    if not keep_unfinished:
+        buffer = replay.add(buffer, positions, flat(targets.value_mask), player=flat(trajectory.current_player))
+        return buffer, {"positions_added": jnp.sum(targets.value_mask), "positions_lost": jnp.sum(~targets.value_mask)}
     buffer = replay.add(buffer, positions, jnp.ones(num_steps * num_games, bool),
                         player=flat(trajectory.current_player), ready=flat(targets.value_mask))
     back = jnp.arange(1, max_length + 1)[:, None]  # [L, 1]: k steps before the trajectory

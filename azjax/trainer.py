@@ -133,7 +133,7 @@ def train(
                 if stop.requested:  # checked between iterations: a donated, jitted iteration is never cut short
                     stop_reason = "interrupted"
                     break
-                if max_seconds is not None:  # the schedule spans what remained of it when this session began
+                if max_seconds:  # the schedule spans what remained of it when this session began
                     spent = min((time.perf_counter() - start) / max_seconds, 1.0)
                     progress = np.float32(time_start + (1.0 - time_start) * spent)
                     run_state = run_state.replace(

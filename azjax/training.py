@@ -239,7 +239,8 @@ def _train_iteration(
         config=config.selfplay,
     )
     games_state, trajectory = split_batch(games_state, mesh), split_batch(trajectory, mesh, batch_axis=1)
-    buffer, stored = selfplay.store_positions(run_state.replay, trajectory, run_state.selfplay.pending, game.max_length)
+    buffer, stored = selfplay.store_positions(run_state.replay, trajectory, run_state.selfplay.pending,
+                                              game.max_length, keep_unfinished=config.selfplay.keep_unfinished)
 
     train_state, sgd_metrics = run_sgd_steps(
         sgd_key, run_state.train_state, buffer, parts=parts, config=config, mesh=mesh,
@@ -252,7 +253,7 @@ def _train_iteration(
     metrics["sgd_steps"] = jnp.sum(taken)
     metrics.update(_selfplay_metrics(trajectory))
     metrics.update(stored)
-    metrics["positions_pending"] = jnp.sum(games_state.pending)
+    metrics["positions_pending"] = jnp.sum(games_state.pending) if config.selfplay.keep_unfinished else 0
     metrics["replay_size"] = buffer.num_ready
     metrics["params_finite"] = jnp.all(jnp.array([jnp.isfinite(x).all() for x in jax.tree.leaves(train_state)]))
     new_state = run_state.replace(

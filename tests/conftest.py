@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import os
 import pathlib
 import sys
 
@@ -17,6 +18,11 @@ from tiny import TINY_OVERRIDES
 # otherwise make each core a device (XLA_FLAGS) when a test calls them first, and the tests' device count would
 # depend on their order. Tests that need several devices run a subprocess (tests/test_data_parallel.py).
 jax.devices()
+
+# `azjax train`, `eval` and `play` turn on jax's persistent compilation cache in ~/.cache/azjax: not in tests (nor
+# their subprocesses), which would write there and change jax's global settings mid-session; tests/test_cli.py
+# checks the cache in a subprocess of its own.
+os.environ.setdefault("AZJAX_COMPILE_CACHE", "off")
 
 
 

@@ -183,3 +183,21 @@ def test_list_games(tmp_path):
     assert {"tic_tac_toe", "connect_four", "brandub", "gomoku", "othello"} <= set(out.split())
     assert "pgx:<env_id>" in out and "go_9x9" in out
     assert not (tmp_path / "run").exists()
+
+
+def test_compile_cache_is_on_by_default_and_can_be_turned_off(tmp_path, tiny_args, monkeypatch):
+    import os
+    import subprocess
+    import sys
+
+    cache = tmp_path / "cache"
+    env = {**os.environ, "AZJAX_COMPILE_CACHE": str(cache), "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}
+    command = [sys.executable, "-m", "azjax.cli", "train", "--out", str(tmp_path / "run"), "--iterations", "1",
+               "--eval-every", "0", "--no-progress", "--devices", "1", *tiny_args]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert cache.is_dir() and any(cache.iterdir())  # the compiled iteration, for the next run to reuse
+    monkeypatch.setenv("AZJAX_COMPILE_CACHE", "off")
+    assert cli.use_compile_cache() is None
+    monkeypatch.setenv("AZJAX_COMPILE_CACHE", str(tmp_path / "other"))
+    assert cli.use_compile_cache(disabled=True) is None  # --no-compile-cache

@@ -281,6 +281,22 @@ def test_root_value_is_for_the_player_to_move(game_name, variant):
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
 @pytest.mark.parametrize("game_name", GAMES)
+def test_action_value_is_the_chosen_moves_worth(game_name, variant):
+    """The value a resignation reads: a won move is worth +1; in a must-block position the block is worth more
+    than the root value, which averages in the simulations spent on moves that lose at once."""
+    batch = positions(game_name)
+    kinds, moves = np.array(batch.kinds), np.array([m if m is not None else -1 for m in batch.moves])
+    for out in searched(game_name, variant):
+        assert np.all(np.abs(out.action_value) <= 1.0 + 1e-6)
+        played = out.action == moves
+        np.testing.assert_allclose(out.action_value[(kinds == "win") & played], 1.0)
+        block = (kinds == "block") & played
+        assert block.any() and np.all(out.action_value[block] > out.root_value[block]), (
+            out.action_value[block], out.root_value[block])
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("game_name", GAMES)
 def test_policy_target_is_a_distribution_over_legal_actions(game_name, variant):
     legal = positions(game_name).legal
     for out in searched(game_name, variant):

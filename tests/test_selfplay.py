@@ -34,6 +34,7 @@ def make_trajectory(current_player, terminated, rewards) -> Trajectory:
         current_player=current_player,
         move_number=zeros(dtype=jnp.int32),
         root_value=zeros(),
+        action_value=zeros(),
         terminated=jnp.asarray(terminated, bool),
         rewards=jnp.asarray(rewards, jnp.float32),
         resigned=zeros(dtype=bool),
@@ -188,6 +189,7 @@ def test_trajectory_shapes(run):
         "current_player": (steps, batch),
         "move_number": (steps, batch),
         "root_value": (steps, batch),
+        "action_value": (steps, batch),
         "terminated": (steps, batch),
         "rewards": (steps, batch, 2),
         "resigned": (steps, batch),
@@ -274,8 +276,8 @@ def test_resignation(run):
     if name == "no_resign_with_openings":
         assert not resigned.any() and not trajectory.would_have_resigned.any()
     elif name == "resign_all":
-        # The root value never reaches 0.99 (it averages in the network's value), so every mover resigns at once.
-        assert np.all(trajectory.root_value < 0.99)
+        # The chosen move's value never reaches 0.99 (it averages in the network's value), so every mover resigns.
+        assert np.all(trajectory.action_value < 0.99)
         assert resigned.all() and done.all()
         np.testing.assert_array_equal(trajectory.move_number, 0)
         mover = trajectory.current_player
@@ -286,7 +288,7 @@ def test_resignation(run):
         assert not trajectory.would_have_resigned.any()  # no game had resignation disabled
     else:  # resign_disabled
         assert np.asarray(initial.resign_disabled).all() and np.asarray(final.resign_disabled).all()
-        assert np.all(trajectory.root_value < 0.99)
+        assert np.all(trajectory.action_value[~done] < 0.99)  # only a winning move is worth 1
         assert not resigned.any()
         # Both players fell below the threshold in every game (all started in this scan), so every finished
         # game records that both would have resigned; those who did not lose are false positives.
@@ -356,3 +358,24 @@ def test_positions_of_games_that_span_calls_get_their_outcome(tiny_config, num_s
             start = t + 1
     assert (lost, added) == (expected_lost, mask.sum() - expected_lost)
     assert (lost > 0) == (capacity < num_games * (num_steps + parts.game.max_length))
+
+
+def test_dropping_unfinished_games_keeps_only_positions_of_games_that_ended(tiny_config):
+    """keep_unfinished=False: what a call's trajectory alone can label goes in, in order; the rest is dropped."""
+    config = dataclasses.replace(tiny_config, selfplay=dataclasses.replace(tiny_config.selfplay, num_steps=3))
+    parts = make_components(config)
+    store = jax.jit(functools.partial(store_positions, max_length=parts.game.max_length, keep_unfinished=False))
+    state = init_selfplay(jax.random.key(4), parts.game, config.selfplay)
+    buffer = replay.init_replay(parts.game, 4096)
+    expected_targets = []
+    for call in range(4):
+        pending = state.pending
+        state, trajectory = compiled_selfplay(config)(jax.random.key(10 + call), network_variables(tiny_config), state)
+        buffer, counts = store(buffer, trajectory, pending)
+        trajectory = jax.device_get(trajectory)
+        target, mask = reference_value_targets(trajectory.terminated, trajectory.rewards, trajectory.current_player)
+        expected_targets += target.reshape(-1)[mask.reshape(-1)].tolist()
+        assert int(counts["positions_lost"]) == np.sum(~mask) and int(counts["positions_added"]) == np.sum(mask)
+    size = len(expected_targets)
+    assert int(buffer.size) == int(buffer.num_ready) == size > 0
+    np.testing.assert_array_equal(np.asarray(buffer.data.value_target)[:size], expected_targets)

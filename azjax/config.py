@@ -188,12 +188,15 @@ def _preset_tic_tac_toe_gpu() -> Config:
 
 
 def _preset_connect_four_cpu() -> Config:
+    # keep_unfinished=False: in 10-minute runs, dropping the positions of games that outlast an iteration gave
+    # 83.7% and 85.6% optimal top moves (seeds 0, 1), keeping them 79.3% and 83.2%
+    # (experiments/results/connect_four_strength_cpu.txt).
     return Config(
         game="connect_four",
         num_iterations=300,
         network=NetworkConfig(num_blocks=2, num_channels=32),
         search=SearchConfig(num_simulations=16),
-        selfplay=SelfPlayConfig(num_games=128, num_steps=32, opening_moves=4),
+        selfplay=SelfPlayConfig(num_games=128, num_steps=32, opening_moves=4, keep_unfinished=False),
         train=TrainConfig(batch_size=256, num_sgd_steps=32, replay_capacity=65536),
     )
 

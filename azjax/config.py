@@ -52,7 +52,9 @@ class SelfPlayConfig:
     opening_moves: int = 0  # each game starts after 0..k uniformly random moves (not recorded), for diversity
     resign_threshold: float | None = None  # resign when the chosen move's value (for the mover) is below; None: never
     resign_disabled_fraction: float = 0.1  # share of games that never resign, to measure false positives
-    keep_unfinished: bool = True  # a game outlasting an iteration: its positions wait in replay (False: dropped)
+    # Off by default on evidence: at equal time, keeping scored worse in Connect Four (two seeds) and Brandub (one)
+    # (experiments/results/connect_four_strength_cpu.txt, learns_cpu.txt).
+    keep_unfinished: bool = False  # a game outlasting an iteration: its positions wait in replay (False: dropped)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -188,15 +190,12 @@ def _preset_tic_tac_toe_gpu() -> Config:
 
 
 def _preset_connect_four_cpu() -> Config:
-    # keep_unfinished=False: in 10-minute runs, dropping the positions of games that outlast an iteration gave
-    # 83.7% and 85.6% optimal top moves (seeds 0, 1), keeping them 79.3% and 83.2%
-    # (experiments/results/connect_four_strength_cpu.txt).
     return Config(
         game="connect_four",
         num_iterations=300,
         network=NetworkConfig(num_blocks=2, num_channels=32),
         search=SearchConfig(num_simulations=16),
-        selfplay=SelfPlayConfig(num_games=128, num_steps=32, opening_moves=4, keep_unfinished=False),
+        selfplay=SelfPlayConfig(num_games=128, num_steps=32, opening_moves=4),
         train=TrainConfig(batch_size=256, num_sgd_steps=32, replay_capacity=65536),
     )
 

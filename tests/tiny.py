@@ -10,6 +10,7 @@ TINY_OVERRIDES = {
     "search.max_num_considered_actions": 4,
     "selfplay.num_games": 8,
     "selfplay.num_steps": 12,
+    "selfplay.keep_unfinished": True,  # the core tests (resume, metrics) go through the pending positions
     "train.batch_size": 32,
     "train.num_sgd_steps": 2,
     "train.warmup_steps": 1,

@@ -92,7 +92,7 @@ def make_optimizer(config: TrainConfig) -> optax.GradientTransformation:
 
 
 def _kernels(params: dict) -> dict:
-    """True for the convolution and dense kernels of a parameter tree."""
+    """True for the convolution and dense kernels of a parameter tree: what weight decay and the L2 term act on."""
     return jax.tree_util.tree_map_with_path(lambda path, _: "kernel" in jax.tree_util.keystr(path), params)
 
 
@@ -148,7 +148,7 @@ def compute_loss(
     )
     policy_loss = jnp.mean(optax.softmax_cross_entropy(logits, batch.policy_target))
     value_loss = jnp.mean(jnp.square(value - batch.value_target))
-    kernels = [x for path, x in jax.tree_util.tree_leaves_with_path(params) if "kernel" in jax.tree_util.keystr(path)]
+    kernels = jax.tree.leaves(jax.tree.map(lambda x, is_kernel: x if is_kernel else None, params, _kernels(params)))
     l2 = sum(jnp.sum(jnp.square(k)) for k in kernels)
     l2_weight = 0.0 if config.optimizer == "adamw" else config.weight_decay
     total = policy_loss + config.value_loss_weight * value_loss + l2_weight * l2

@@ -87,8 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "baselines (random, onestep, mcts:100; perfect for tic-tac-toe); scores go into "
                        "metrics.jsonl as eval/...; 0 = never")
     train.add_argument("--devices", type=int, help="split the games and the SGD batch over this many devices "
-                       "(default: all jax sees, as many as divide both; on a CPU, one device per core); 1 = no "
-                       "split, which is faster for tiny networks")
+                       "(default: all jax sees, as many as divide both; on a CPU one device per core, but one "
+                       "device for networks too small for the split to pay, as measured; the run prints its "
+                       "choice and why); 1 = no split")
     train.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
     _add_compile_cache_option(train)
     train.add_argument("--list-games", action="store_true", help="list the registered games and the pgx "

@@ -85,9 +85,10 @@ def train(
     record (and so the metrics log, TensorBoard, the plot and the choice of the best checkpoint), with
     "eval_seconds". The variables it gets are replicated over the run's devices.
 
-    Data parallelism: the games and the SGD batch are split over `num_devices` of `jax.devices()` (None: as many
-    as there are, reduced to the largest count that divides both `selfplay.num_games` and `train.batch_size`); the
-    network is replicated and XLA adds the gradient all-reduce. On a CPU, jax shows one device unless
+    Data parallelism: the games and the SGD batch are split over `num_devices` of `jax.devices()` (None:
+    `default_layout(config)`, logged with its reason: as many as divide both `selfplay.num_games` and
+    `train.batch_size`, but one CPU device where the network is too small for the split to pay); the network is
+    replicated and XLA adds the gradient all-reduce. On a CPU, jax shows one device unless
     XLA_FLAGS=--xla_force_host_platform_device_count=N is set before jax starts (`azjax train` sets it to the
     number of cores). The device count changes float rounding, not the algorithm: a resumed run reproduces an
     uninterrupted one bitwise when both use the same count.
@@ -99,7 +100,11 @@ def train(
       ConfigError: `num_devices` is more than there are, or does not divide the games and the SGD batch.
     """
     config.validate()
-    devices = choose_devices(config, num_devices)
+    if num_devices is None:
+        devices, reason = default_layout(config)
+        log(f"Devices: {reason}.")
+    else:
+        devices = choose_devices(config, num_devices)
     run_dir = Path(run_dir)
     checkpoints = checkpointing.CheckpointManager(run_dir, keep=keep_checkpoints, best_metric=best_metric)
     resumed_from = _check_run_dir(run_dir, config, checkpoints, log)
@@ -176,13 +181,56 @@ def train(
     return TrainResult(run_state, history, resumed_from, stop_reason, checkpoints.latest_step())
 
 
+# Splitting a CPU run over one jax device per core pays only when each batched network evaluation is large:
+# XLA already spreads one device's convolutions over the cores. experiments/bench_layout.py, 2-core CPU,
+# 2026-11-24 (experiments/results/bench_layout_cpu.txt): tic-tac-toe's preset (26M multiply-adds per evaluation)
+# ran 2.0x faster on one device; Connect Four (248M), Othello 6x6 (212M), Brandub (202M) and Gomoku 9x9 (478M)
+# 1.08-1.33x faster on two.
+CPU_SPLIT_MIN_MACS = 100e6
+
+
+def evaluation_macs(config: Config, board_cells: int) -> float:
+    """Multiply-adds of the network's 3x3 convolutions in one evaluation of all `selfplay.num_games` positions
+    (the stem and two per residual block; the heads are small beside them), on a board of `board_cells` cells."""
+    net = config.network
+    return config.selfplay.num_games * board_cells * 9 * net.num_channels**2 * (2 * net.num_blocks + 1)
+
+
+def default_layout(config: Config, devices: list[jax.Device] | None = None) -> tuple[list[jax.Device], str]:
+    """The devices a run uses when none are asked for, and why: of `devices` (default `jax.devices()`), as many
+    as divide the batches evenly; on a CPU, one device when the network's evaluations are too small to gain from
+    the split (below CPU_SPLIT_MIN_MACS multiply-adds, measured by experiments/bench_layout.py)."""
+    chosen = parallel.most_devices(*split_batches(config).values(), devices=devices)
+    platform = chosen[0].platform
+    if len(chosen) == 1:
+        return chosen, f"one {platform} device"
+    if platform != "cpu":
+        return chosen, f"{len(chosen)} {platform} devices, the games and the SGD batch split over them"
+    from azjax import games  # late: building a game only to read its board size
+
+    cells = math.prod(games.make(config.game).observation_shape[:-1])
+    macs = evaluation_macs(config, cells)
+    if macs < CPU_SPLIT_MIN_MACS:
+        return chosen[:1], (
+            f"one CPU device: a network evaluation of the {config.selfplay.num_games} games is "
+            f"{macs / 1e6:.0f}M multiply-adds, below the {CPU_SPLIT_MIN_MACS / 1e6:.0f}M at which splitting over "
+            "the cores pays (XLA spreads one device's convolutions over them); --devices overrides"
+        )
+    return chosen, (
+        f"{len(chosen)} CPU devices (one per core): a network evaluation of the {config.selfplay.num_games} games is "
+        f"{macs / 1e6:.0f}M multiply-adds, enough for the split to pay; --devices overrides"
+    )
+
+
 def choose_devices(config: Config, num_devices: int | None = None) -> list[jax.Device]:
-    """The devices a run uses: `num_devices` of `jax.devices()`, or (None) as many as divide the batches evenly.
+    """The devices a run uses: `num_devices` of `jax.devices()`, or (None) `default_layout(config)`'s.
 
     Raises:
       ConfigError: `num_devices` is < 1, more than there are, or does not divide `selfplay.num_games` and
         `train.batch_size`.
     """
+    if num_devices is None:
+        return default_layout(config)[0]
     try:
         return parallel.choose_devices(num_devices, split_batches(config))
     except ValueError as error:

@@ -18,7 +18,7 @@ import textwrap
 import jax
 import pytest
 
-from azjax import parallel, trainer
+from azjax import config as config_lib, parallel, trainer
 from azjax.config import ConfigError
 
 _SCRIPT = textwrap.dedent(
@@ -122,6 +122,33 @@ def test_the_evaluator_splits_its_games_over_the_run_devices(two_device_runs):
 def test_devices_default_to_all_that_divide_the_batches(tiny_config):
     assert trainer.choose_devices(tiny_config) == jax.devices()[:1]  # this process sees one CPU device
     assert trainer.choose_devices(tiny_config, 1) == jax.devices()[:1]
+
+
+class _Device:
+    def __init__(self, platform: str, index: int):
+        self.platform, self.id = platform, index
+
+
+@pytest.mark.parametrize(
+    ("game", "platform", "expected"),
+    [("tic_tac_toe", "cpu", 1), ("connect_four", "cpu", 2), ("brandub", "cpu", 2), ("tic_tac_toe", "gpu", 2)],
+)
+def test_the_default_layout_keeps_small_cpu_networks_on_one_device(game, platform, expected):
+    """bench_layout.py measured tic-tac-toe's preset 2x faster on one CPU device, the others faster on two."""
+    config = config_lib.get_config(game, "cpu")
+    devices = [_Device(platform, 0), _Device(platform, 1)]
+    chosen, reason = trainer.default_layout(config, devices)
+    assert chosen == devices[:expected]
+    assert reason.startswith("one CPU device" if expected == 1 else f"2 {platform.upper()} devices" if platform == "cpu"
+                             else "2 gpu devices")
+    assert ("multiply-adds" in reason) == (platform == "cpu")
+
+
+def test_the_split_threshold_sits_between_the_measured_presets():
+    macs = {game: trainer.evaluation_macs(config_lib.get_config(game, "cpu"), cells)
+            for game, cells in (("tic_tac_toe", 9), ("connect_four", 42), ("brandub", 49), ("othello6", 36))}
+    larger = [value for game, value in macs.items() if game != "tic_tac_toe"]
+    assert macs["tic_tac_toe"] < trainer.CPU_SPLIT_MIN_MACS < min(larger)
 
 
 def test_asking_for_more_devices_than_there_are_names_the_flag(tiny_config):

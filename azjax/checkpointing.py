@@ -82,8 +82,19 @@ def read_config(run_dir: Path) -> config_lib.Config:
         return config_lib.from_json(path.read_text())
     except (OSError, UnicodeDecodeError) as error:
         raise CheckpointError(f"cannot read {path}: {error}") from None
+    except config_lib.UnknownGameError as error:
+        raise _game_unavailable(run_dir, error) from None
     except config_lib.ConfigError as error:
         raise CheckpointError(f"{path} is not a valid azjax config: {error}; fix or restore that file") from None
+
+
+def _game_unavailable(run_dir: Path, error: config_lib.UnknownGameError) -> CheckpointError:
+    """The error for a run (or export) whose files are fine but whose game cannot be loaded in this process."""
+    return CheckpointError(
+        f"{run_dir} holds a run of a game that cannot be loaded here ({str(error).removeprefix('game: ')}); its "
+        "files are untouched: make the game importable (run the command where its module is, or set PYTHONPATH) "
+        "and try again"
+    )
 
 
 def compare_configs(saved: config_lib.Config, requested: config_lib.Config) -> tuple[list[str], list[str]]:
@@ -206,6 +217,8 @@ class CheckpointManager:
             return read_config(self.run_dir)
         try:
             return config_lib.from_dict(saved)
+        except config_lib.UnknownGameError as error:
+            raise _game_unavailable(self.run_dir, error) from None
         except config_lib.ConfigError as error:
             raise self._unreadable(step, f"its saved config is invalid ({error})") from None
 
@@ -331,10 +344,17 @@ class CheckpointManager:
             with ocp.Checkpointer(ocp.CompositeCheckpointHandler()) as checkpointer:
                 restored = checkpointer.restore(path.absolute(), args=args)
         except Exception as error:  # orbax and tensorstore raise many types; all mean "cannot be read"
+            if required:  # its bytes are verified: not damaged, so never advise deleting it
+                raise CheckpointError(
+                    f"checkpoint {path} could not be read, though its files are intact (they match its manifest's "
+                    f"checksums): {_first_line(error)}; keep it: read it with the azjax and orbax versions that "
+                    "wrote it, or report this"
+                ) from None
             raise self._unreadable(step, _first_line(error)) from None
         return {name: restored[name] for name in templates}
 
     def _unreadable(self, step: int, why: str) -> CheckpointError:
+        """The error for a checkpoint whose bytes fail verification (or, older than manifests, cannot be read)."""
         older = [s for s in self.steps() if s < step]
         advice = (
             f"delete {self._step_dir(step)} to use the previous checkpoint (iteration {older[-1]})"

@@ -7,6 +7,8 @@
     azjax export runs/c4 models/c4                 # a small inference-only copy for load_agent / eval / play
     azjax eval runs/ttt perfect mcts:1000 random   # a round robin with an Elo table (`azjax eval --help`)
     azjax play runs/ttt                            # play the trained agent in the terminal
+    azjax check hex5:make_hex5                     # check a game of your own (make_hex5 in ./hex5.py)
+    azjax train --game hex5:make_hex5 --out runs/hex5    # then train it; eval / play / resume take runs/hex5
 """
 
 from __future__ import annotations
@@ -69,8 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
         "stopping by itself after the preset's iterations. Every config field can be overridden below.",
         formatter_class=_HelpFormatter,
     )
-    train.add_argument("--game", help="the game to train (see --list-games; default: tic_tac_toe, or the run's "
-                       "when --out holds one)")
+    train.add_argument("--game", help="the game to train (default: tic_tac_toe, or the run's when --out holds "
+                       "one): " + _GAME_HELP)
     train.add_argument("--preset", choices=["cpu", "gpu"], help="the game's preset config (default: cpu)")
     train.add_argument("--config", type=Path, help="start from this config.json (e.g. a run's) instead of a preset")
     train.add_argument("--out", type=Path, help="the run directory (default: runs/GAME-DATE-TIME); if it holds a "
@@ -111,8 +113,29 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--best-metric", default="eval/score", help="the metric --best maximises")
     export.add_argument("--force", action="store_true", help="replace OUT if it is an earlier export")
     _add_eval_and_play(commands)
+
+    check = commands.add_parser(
+        "check",
+        help="check that a game follows the protocol (before training on it)",
+        description="Play random games of GAME under jit and vmap and check every rule of the game protocol "
+        "(azjax.games.check_game: shapes, dtypes, tracing, terminal and illegal moves, zero-sum rewards, "
+        "symmetries, ...), and the test positions given with --positions. Prints the report and its warnings; "
+        "exits 1 when a check fails.",
+    )
+    check.add_argument("game", metavar="GAME", help=_GAME_HELP)
+    check.add_argument("--positions", metavar="MODULE:NAME", help="your own test positions: a list of "
+                       "azjax.games.Position in a module, e.g. hex5:TEST_POSITIONS")
+    check.add_argument("--games", type=int, default=64, help="random games played at once (default: 64)")
+    check.add_argument("--seed", type=int, default=0, help="the seed of the random games (default: 0)")
     return parser
 
+
+_GAME_HELP = (
+    "a registered name (see --list-games), pgx:<env_id> for a pgx environment, or a game of your own as "
+    "MODULE:FACTORY, e.g. hex5:make_hex5 (make_hex5 in ./hex5.py, or hex5 on PYTHONPATH or installed) or "
+    "path/to/hex5.py:make_hex5: any other name containing ':' is MODULE:FACTORY; the run records it, so later "
+    "commands on the run find the game by themselves"
+)
 
 _AGENT_HELP = (
     "random | onestep (takes a win, blocks a loss in one) | mcts:N (UCT with random rollouts, N simulations) | "
@@ -131,7 +154,7 @@ def _add_eval_and_play(commands) -> None:
         "pairing, then a maximum-likelihood Elo table with the random agent at 0. Agents: " + _AGENT_HELP + ".",
     )
     evaluate.add_argument("agents", nargs="+", metavar="AGENT", help="two or more agents (see above)")
-    evaluate.add_argument("--game", help="the game (default: the runs' game, else tic_tac_toe)")
+    evaluate.add_argument("--game", help="the game (default: the runs' game, else tic_tac_toe): " + _GAME_HELP)
     evaluate.add_argument("--games", type=int, default=200, help="games per pairing, even: half in each seat "
                           "(default: 200)")
     evaluate.add_argument("--simulations", type=int, help="simulations per move of trained agents whose spec "
@@ -163,7 +186,7 @@ def _add_eval_and_play(commands) -> None:
     )
     play.add_argument("agent", nargs="?", default="mcts:1000", metavar="AGENT", help="the opponent (default: "
                       "mcts:1000)")
-    play.add_argument("--game", help="the game (default: the run's, else tic_tac_toe)")
+    play.add_argument("--game", help="the game (default: the run's, else tic_tac_toe): " + _GAME_HELP)
     play.add_argument("--first", choices=["you", "agent", "random"], default="you", help="who moves first "
                       "(default: you)")
     play.add_argument("--simulations", type=int, help="the trained agent's simulations per move (default: the "
@@ -185,8 +208,9 @@ def _game_for(specs: list[str], requested: str | None):
         name = agents.game_of_spec(spec)
         if name is not None:
             trained[spec] = name
-    if requested is not None and not games.is_known(requested):
-        raise agents.SpecError(f"unknown game {requested!r}; choose one of {games.describe_known()}")
+    if requested is not None:
+        requested = games.canonical(requested)
+        games.check_known(requested)
     if len(set(trained.values())) > 1:
         listed = ", ".join(f"{spec} ({name})" for spec, name in trained.items())
         raise agents.SpecError(f"the agents were trained on different games: {listed}")
@@ -331,7 +355,9 @@ def _config_from_args(args: argparse.Namespace):
     from azjax import checkpointing, config as config_lib
 
     run_config = None if args.out is None else args.out / checkpointing.CONFIG_FILE
+    game, preset = args.game or "tic_tac_toe", args.preset or "cpu"
     if args.config is not None:
+        origin = f"from {args.config}"
         if not args.config.is_file():
             raise config_lib.ConfigError(f"--config {args.config}: no such file")
         try:
@@ -342,8 +368,10 @@ def _config_from_args(args: argparse.Namespace):
             raise config_lib.ConfigError(f"--config {args.config}: {error}") from None
     elif args.game is None and args.preset is None and run_config is not None and run_config.is_file():
         config = checkpointing.read_config(args.out)  # resuming: the run's own settings, then any overrides
+        origin = f"the run's own, from {run_config}"
     else:
-        config = config_lib.get_config(args.game or "tic_tac_toe", args.preset or "cpu")
+        config = config_lib.get_config(game, preset)
+        origin = config_lib.preset_origin(game, preset)
     overrides = {
         key.split(":", 1)[1]: value
         for key, value in vars(args).items()
@@ -351,7 +379,37 @@ def _config_from_args(args: argparse.Namespace):
     }
     if args.iterations is not None:
         overrides["num_iterations"] = args.iterations
-    return config_lib.with_overrides(config, overrides)
+    if overrides:
+        origin += f", with {', '.join(f'{name}={value}' for name, value in overrides.items())}"
+    return config_lib.with_overrides(config, overrides), origin
+
+
+def _file_name(game: str) -> str:
+    """A game's name as a run directory's: a source's module ("hex5" for "path/hex5.py:make_hex5"), no ':'."""
+    from azjax import games
+
+    if games.is_source(game):
+        return Path(game.rsplit(":", 1)[0]).name.removesuffix(".py").replace(".", "-")
+    return game.replace(":", "-")
+
+
+def _check(args: argparse.Namespace) -> int:
+    from azjax import games
+
+    game_name = games.canonical(args.game)
+    game = games.make(game_name)
+    positions = None
+    if args.positions is not None:
+        positions = games.load_positions(games.canonical(args.positions))
+    print(f"Checking {game.name} ({args.games} random games"
+          + (f", {len(positions)} test positions" if positions else "") + ") ...", flush=True)
+    try:
+        report = games.check_game(game, num_games=args.games, seed=args.seed, positions=positions)
+    except games.GameCheckError as error:
+        print(f"FAILED: {error}", file=sys.stderr)
+        return 1
+    print(report)
+    return 0
 
 
 def _train(args: argparse.Namespace) -> int:
@@ -364,22 +422,25 @@ def _train(args: argparse.Namespace) -> int:
 
         print("\n".join(games.names()))
         print(f"pgx:<env_id> with pip install 'azjax[pgx]', env_id one of: {', '.join(sorted(SUPPORTED_ENVS))}")
+        print("MODULE:FACTORY for a game of your own, e.g. hex5:make_hex5 (README: Your own game)")
         return 0
     try:
-        if args.game is not None and not games.is_known(args.game):
-            raise config_lib.ConfigError(f"unknown game {args.game!r}; choose one of {games.describe_known()}")
-        config = _config_from_args(args)
-    except config_lib.ConfigError as error:
+        if args.game is not None:
+            args.game = games.canonical(args.game)
+            games.check_known(args.game)
+        config, origin = _config_from_args(args)
+    except (config_lib.ConfigError, games.GameNotFoundError) as error:
         print(f"azjax train: error: {error}", file=sys.stderr)
         return 2
     if args.seconds is not None and args.seconds <= 0:
         print("azjax train: error: --seconds must be > 0", file=sys.stderr)
         return 2
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    run_dir = args.out or Path("runs") / f"{config.game}-{stamp}"
+    run_dir = args.out or Path("runs") / f"{_file_name(config.game)}-{stamp}"
     plural = "s" if config.num_iterations != 1 else ""
     print(f"Training {config.game} into {run_dir} ({config.num_iterations} iteration{plural}"
           + (f", at most {args.seconds:g} s" if args.seconds else "") + ")")
+    print(f"Config: {origin}.")
     if args.checkpoint_every < 1 or args.keep < 1:
         print("azjax train: error: --checkpoint-every and --keep must be >= 1", file=sys.stderr)
         return 2
@@ -468,6 +529,7 @@ def main(argv: list[str] | None = None) -> int:
     from azjax.agents import SpecError
     from azjax.checkpointing import CheckpointError
     from azjax.config import ConfigError
+    from azjax.games import GameNotFoundError
 
     try:
         if args.command == "train":
@@ -478,7 +540,9 @@ def main(argv: list[str] | None = None) -> int:
             return _eval(args)
         if args.command == "play":
             return _play(args)
-    except (CheckpointError, ConfigError, SpecError) as error:  # a problem the user can fix: one line, no traceback
+        if args.command == "check":
+            return _check(args)
+    except (CheckpointError, ConfigError, SpecError, GameNotFoundError) as error:  # a problem the user can fix: one line, no traceback
         print(f"azjax {args.command}: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import types
 import typing
 from typing import Any
@@ -16,6 +17,11 @@ from typing import Any
 
 class ConfigError(ValueError):
     """A config value is invalid; the message names the field and what to do."""
+
+
+class UnknownGameError(ConfigError):
+    """The config's game cannot be found or its module imported (the config itself may be fine); the message
+    says which game, the error met and what to do."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,7 +83,7 @@ class TrainConfig:
 class Config:
     """Everything a training run needs. `azjax train --help` lists every field."""
 
-    game: str = "tic_tac_toe"  # a registered game (azjax.games.names()) or a pgx one, "pgx:<env_id>"
+    game: str = "tic_tac_toe"  # a registered game (azjax.games.names()), "pgx:<env_id>" or your own "MODULE:FACTORY"
     seed: int = 0  # the run's random seed
     num_iterations: int = 50  # iterations of self-play + training; `azjax train` may stop earlier on --seconds
     network: NetworkConfig = dataclasses.field(default_factory=NetworkConfig)
@@ -90,8 +96,10 @@ class Config:
         from azjax import games  # late: config must not build games at import time
 
         _check_types(self)
-        if not games.is_known(self.game):
-            raise ConfigError(f"game: unknown game {self.game!r}; choose one of {games.describe_known()}")
+        try:
+            games.check_known(self.game)
+        except games.GameNotFoundError as error:
+            raise UnknownGameError(f"game: {error}") from None
         _positive(self, "num_iterations")
         _positive(self.network, "num_blocks", "network.")
         _positive(self.network, "num_channels", "network.")
@@ -302,13 +310,85 @@ PRESETS: dict[tuple[str, str], typing.Callable[[], Config]] = {
 def get_config(game: str = "tic_tac_toe", preset: str = "cpu") -> Config:
     """The preset config of a game: "cpu" (small, trains on a laptop) or "gpu" (thousands of parallel games).
 
-    A game without its own preset gets the generic defaults with `game` set.
+    The catalog's games have presets of their own; a game registered with `presets=` gets those; any other game
+    (or preset not given) gets `derived_preset`, built from the game's sizes. `preset_origin` says which.
     """
+    return _preset(game, preset)[0]
+
+
+def preset_origin(game: str, preset: str = "cpu") -> str:
+    """Where `get_config(game, preset)` comes from, in words, for a run to print."""
+    return _preset(game, preset)[1]
+
+
+def derived_preset(game: str, preset: str = "cpu") -> Config:
+    """A preset for a game without one, from its declared sizes (board cells, actions, maximum length).
+
+    "cpu" aims at an iteration of a few seconds on a 2-core CPU, like the catalog's CPU presets: a 2 x 32 ResNet,
+    16 simulations (32 on boards of more than 64 cells), 128 games (64 with more than 512 actions, whose search
+    tree and replay policies are large) of 32 moves, 32 SGD steps of 256, 100 iterations. "gpu" follows the
+    catalog's GPU presets: a 6 x 128 bfloat16 ResNet, 64 simulations, 2048 games (512 with more than 512
+    actions) of 64 moves, 64 SGD steps of 2048. The replay buffer holds every game's moves of an iteration and of
+    its longest game, as a power of two.
+    """
+    from azjax import games  # late: config must not build games at import time
+
+    built = games.make(game)
+    cells = int(math.prod(built.observation_shape[:-1])) if len(built.observation_shape) > 1 else 1
+    many_actions = built.num_actions > 512
+    if preset == "gpu":
+        num_games, num_steps = (512 if many_actions else 2048), 64
+        network = NetworkConfig(num_blocks=6, num_channels=128, compute_dtype="bfloat16")
+        search = SearchConfig(num_simulations=64, max_num_considered_actions=min(32, built.num_actions))
+        train = TrainConfig(batch_size=2048, num_sgd_steps=64, learning_rate=2e-3)
+        num_iterations = 400
+    else:
+        num_games, num_steps = (64 if many_actions else 128), 32
+        network = NetworkConfig(num_blocks=2, num_channels=32)
+        search = SearchConfig(num_simulations=16 if cells <= 64 else 32)
+        train = TrainConfig(batch_size=256, num_sgd_steps=32)
+        num_iterations = 100
+    capacity = max(2 ** math.ceil(math.log2(num_games * (num_steps + built.max_length))), 4 * train.batch_size)
+    return Config(
+        game=game,
+        num_iterations=num_iterations,
+        network=network,
+        search=search,
+        selfplay=SelfPlayConfig(num_games=num_games, num_steps=num_steps),
+        train=dataclasses.replace(train, replay_capacity=capacity),
+    )
+
+
+def _preset(game: str, preset: str) -> tuple[Config, str]:
+    from azjax import games  # late: config must not build games at import time
+
     if preset not in ("cpu", "gpu"):
         raise ConfigError(f"preset must be 'cpu' or 'gpu', got {preset!r}")
     factory = PRESETS.get((game, preset))
-    config = factory() if factory else Config(game=game)
-    return config.validate()
+    if factory is not None:
+        return factory().validate(), f"{game}'s own {preset} preset"
+    try:
+        given = games.presets(game).get(preset)
+    except games.GameNotFoundError as error:
+        raise UnknownGameError(f"game: {error}") from None
+    if isinstance(given, Config):
+        return dataclasses.replace(given, game=game).validate(), f"the {preset} preset registered with {game}"
+    derived = derived_preset(game, preset)
+    if given is not None:
+        return with_overrides(derived, dict(given)), (
+            f"the {preset} preset registered with {game}: {_sizes_text(derived)} with its overrides"
+        )
+    return derived.validate(), (
+        f"{game} has no {preset} preset of its own, so one derived from its sizes (azjax.config.derived_preset): "
+        f"{_sizes_text(derived)}; register presets with games.register(..., presets=...) or pass --config FILE"
+    )
+
+
+def _sizes_text(config: Config) -> str:
+    net, search, play = config.network, config.search, config.selfplay
+    return (f"a {net.num_blocks} x {net.num_channels} network, {search.num_simulations} simulations, "
+            f"{play.num_games} games x {play.num_steps} moves, {config.train.num_sgd_steps} SGD steps of "
+            f"{config.train.batch_size}, {config.num_iterations} iterations")
 
 
 # ------------------------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 from collections.abc import Callable
 
 import jax
@@ -53,7 +54,7 @@ def play_game(
       bot: the opponent (see `agents.make_bot`).
       human_player: the person's player id: 0 moves first, 1 second.
       key: randomness for the agent (and the game's start); default: a fixed key.
-      input_fn: prompt -> the person's line (default `input`); EOFError or KeyboardInterrupt counts as quitting.
+      input_fn: prompt -> the person's line (default `input`, echoing lines read from a pipe); EOFError or KeyboardInterrupt counts as quitting.
       output_fn: shows one message, which may hold several lines (default `print`).
       show_analysis: show the agent's value and candidate moves with each of its moves.
       num_candidates: how many candidate moves to show.
@@ -63,7 +64,7 @@ def play_game(
       The moves, the person's seat, the outcome for the person (None if they quit) and the last state.
     """
     key = jax.random.key(0) if key is None else key
-    input_fn = input_fn or input  # looked up at call time, so that a replaced builtin is used
+    input_fn = input_fn or _terminal_input
     output_fn = output_fn or print
     init_key, agent_key, opening_key = jax.random.split(key, 3)
     analyse = jax.jit(bot.analyse)
@@ -113,6 +114,16 @@ def _legal_names(game: Game, state: State) -> list[str]:
 def _example(game: Game, state: State) -> str:
     names = _legal_names(game, state)
     return names[len(names) // 2] if names else "?"
+
+
+def _terminal_input(prompt: str) -> str:
+    """`input`, echoing the line when it comes from a pipe or file (a terminal echoes it itself), so that a log of
+    piped moves reads "Your move: b2" rather than a row of prompts. `input` is looked up at call time, so that a
+    replaced builtin is used."""
+    line = input(prompt)
+    if not sys.stdin.isatty():
+        print(line)
+    return line
 
 
 def read_move(

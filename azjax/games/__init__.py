@@ -4,18 +4,31 @@
 >>> state = game.step(game.init(jax.random.key(0)), 4)   # X takes the centre
 
 See `azjax.games.base` for the protocol and its conventions, `check_game` to validate a game of your own, and
-`register` to make it available by name (also to `azjax train --game`).
+`register` to make it available by name; the `azjax` command also takes a game of your own by its source,
+`--game MODULE:FACTORY` (see `azjax.games.registry`).
 """
 
 from azjax.games.base import Game, State, Symmetry, board_symmetries, random_opening, resolve_step
 from azjax.games.boards import BoardState
 from azjax.games.brandub import BrandubState, make_brandub
-from azjax.games.checker import CHECKS, CheckReport, GameCheckError, check_game
+from azjax.games.checker import CHECKS, CheckReport, GameCheckError, GameCheckWarning, Position, check_game
 from azjax.games.connect_four import make_connect_four
 from azjax.games.mnk import make_gomoku, make_gomoku9, make_mnk_game, make_tic_tac_toe
 from azjax.games.othello import make_othello, make_othello6
 from azjax.games.pgx_adapter import from_pgx
-from azjax.games.registry import describe_known, is_known, make, names, register
+from azjax.games.registry import (
+    GameNotFoundError,
+    canonical,
+    check_known,
+    describe_known,
+    is_known,
+    is_source,
+    load_positions,
+    make,
+    names,
+    presets,
+    register,
+)
 
 register("tic_tac_toe", make_tic_tac_toe)
 register("connect_four", make_connect_four)
@@ -32,13 +45,20 @@ __all__ = [
     "CheckReport",
     "Game",
     "GameCheckError",
+    "GameCheckWarning",
+    "GameNotFoundError",
+    "Position",
     "State",
     "Symmetry",
     "board_symmetries",
+    "canonical",
     "check_game",
+    "check_known",
     "describe_known",
     "from_pgx",
     "is_known",
+    "is_source",
+    "load_positions",
     "make",
     "make_brandub",
     "make_connect_four",
@@ -49,6 +69,7 @@ __all__ = [
     "make_othello6",
     "make_tic_tac_toe",
     "names",
+    "presets",
     "register",
     "random_opening",
     "resolve_step",

@@ -11,7 +11,8 @@ Run it on a game of your own before you train on it, in a shell or in your tests
     def test_my_game_follows_the_protocol():             # e.g. in tests/test_my_game.py
         azjax.games.check_game(make_my_game(), num_games=16)
 
-or, for a registered game, `python -c "import azjax.games as g; print(g.check_game(g.make('my_game')))"`.
+or from the command line, `azjax check my_module:make_my_game [--positions my_module:TEST_POSITIONS]` (exit status 1
+on a failure).
 
 `check_game` plays `num_games` games at once with uniformly random legal moves, as callers run a game: `init`,
 `step` and `observe` are each vmapped and jitted once, and the host drives `max_length + 1` moves (so every game
@@ -46,6 +47,20 @@ checks, roughly in this order; the name in brackets is the one an error message 
   `transform(observe(state)) == observe(mirror)`, `apply_to_actions(mask(state)) == mask(mirror)`, and equal
   `terminated` and `rewards`. Symmetries that no start leaves invariant are listed in the report, unchecked.
 
+* [positions] your own test positions (`positions=[Position(...)]`): each board, built by `game.from_ascii`, has
+  exactly the legal moves given, and (after the move given, if any) the player to move, `terminated`, the winner
+  and the rewards given. This is where a game's actual rules are checked: random play cannot know them.
+
+And one warning (in `CheckReport.warnings`, and through Python's `warnings`), not an error, since some games end
+this way on purpose: when the player who made the final move lost every decisive random game, a sign that the
+reward's sign is flipped (the winner paid -1). The reverse, a final mover who never loses, is what every game whose
+winning move ends it looks like, so it is not warned about.
+
+What it cannot check: whether the rules are the game you meant (give test positions for that); that rewards are
+from the right player's side beyond the warning above (a flipped sign in a game whose final mover may win or lose
+passes); whether observations carry enough to play well (e.g. both sides' pieces and whose turn, where it
+matters); and, for symmetries, those under which no start position is invariant (listed in the report).
+
 A failure raises one `GameCheckError` naming the check, the game and, where play found it, the batch element and
 the actions from `init` that reproduce it, with the code to do so::
 
@@ -62,6 +77,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -88,6 +104,7 @@ CHECKS = (
     "absorbing",
     "illegal_action",
     "max_length",
+    "positions",
 )
 """The names of the checks, roughly in the order `check_game` runs them (see the module docstring)."""
 
@@ -153,16 +170,49 @@ class CheckReport:
     symmetries_checked: tuple[str, ...]
     symmetries_unchecked: tuple[str, ...]
     seconds: float
+    num_positions: int = 0
+    warnings: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         symmetries = f"{len(self.symmetries_checked)} symmetries checked by play"
         if self.symmetries_unchecked:
             symmetries += f" ({', '.join(self.symmetries_unchecked)} not: no invariant start)"
-        return (
+        positions = f", {self.num_positions} test positions" if self.num_positions else ""
+        text = (
             f"{self.game}: {self.num_games} random games, {self.num_moves} moves (longest {self.max_game_length}), "
-            f"won by player 0/player 1/drawn {self.wins[0]}/{self.wins[1]}/{self.num_draws}, {symmetries}; "
-            f"all checks passed in {self.seconds:.1f} s"
+            f"won by player 0/player 1/drawn {self.wins[0]}/{self.wins[1]}/{self.num_draws}, {symmetries}"
+            f"{positions}; all checks passed in {self.seconds:.1f} s"
         )
+        return text + "".join(f"\nwarning: {warning}" for warning in self.warnings)
+
+
+class GameCheckWarning(UserWarning):
+    """Something `check_game` finds suspicious but some games do on purpose (see `CheckReport.warnings`)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Position:
+    """A test position of your own and what the rules say about it, for `check_game(game, positions=[...])`.
+
+    Attributes:
+      board: the position as `game.render` prints it, read by `game.from_ascii`.
+      legal: the legal moves, as names (`game.string_to_action`, e.g. "b2") or action ids; None: not checked.
+      move: a move (name or id) to play from `board`; the checks below then apply to the position after it.
+      to_move: the player to move (0 or 1; in a terminal position, whatever the game leaves there).
+      terminated: whether the game is over.
+      winner: 0 or 1: the game is over and that player got a positive reward; "draw": over with zero rewards.
+      rewards: the rewards per player id paid by `move` (or, without one, what `from_ascii` gives the position).
+      name: a label for messages (default: its index).
+    """
+
+    board: str
+    legal: Sequence[str | int] | None = None
+    move: str | int | None = None
+    to_move: int | None = None
+    terminated: bool | None = None
+    winner: int | str | None = None
+    rewards: tuple[float, float] | None = None
+    name: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -670,24 +720,120 @@ def _check_symmetries_by_play(
         inverse = np.argsort(index)
         masks, terminated, rewards, mirror_obs = _replay(compiled, init_keys, inverse[traj.actions])
         obs_close = np.isclose(mirror_obs, expected_obs, rtol=0.0, atol=_ATOL)
-        for what, differ in (
-            ("observe(mirror) != transform(observe(state))", ~np.all(obs_close.reshape(*obs.shape[:2], -1), -1)),
+        expected_masks = traj.masks[..., index]
+        for what, differ, where in (
+            ("observe(mirror) != transform(observe(state))", ~np.all(obs_close.reshape(*obs.shape[:2], -1), -1),
+             lambda t, b: _first_difference("observation", mirror_obs[t, b], expected_obs[t, b], ~obs_close[t, b])),
             ("legal_action_mask(mirror) != apply_to_actions(legal_action_mask(state))",
-             np.any(masks != traj.masks[..., index], axis=-1)),
-            ("terminated(mirror) != terminated(state)", terminated != traj.terminated),
-            ("rewards(mirror) != rewards(state)", np.any(np.abs(rewards - traj.rewards) > _ATOL, axis=-1)),
+             np.any(masks != expected_masks, axis=-1),
+             lambda t, b: _first_difference("legal_action_mask", masks[t, b], expected_masks[t, b],
+                                            masks[t, b] != expected_masks[t, b], game=game)),
+            ("terminated(mirror) != terminated(state)", terminated != traj.terminated,
+             lambda t, b: f"terminated is {terminated[t, b]} in the mirror game, {traj.terminated[t, b]} in the game"),
+            ("rewards(mirror) != rewards(state)", np.any(np.abs(rewards - traj.rewards) > _ATOL, axis=-1),
+             lambda t, b: f"rewards are {rewards[t, b].tolist()} in the mirror game, {traj.rewards[t, b].tolist()} "
+                          "in the game"),
         ):
             if (hit := _first(differ & invariant[None])) is not None:
                 t, b = hit
                 mirrored = [int(inverse[a]) for a in traj.actions[:t, b]]
                 raise ctx.fail(
                     "symmetries",
-                    f"symmetries[{number}] ({sym.name!r}) is inconsistent with play: after {_moves(t)}, {what}. The "
-                    f"mirror game plays the actions mapped by sym.map_action, {mirrored}, from the same start",
+                    f"symmetries[{number}] ({sym.name!r}) is inconsistent with play: after {_moves(t)}, {what}: "
+                    f"{where(t, b)}. The mirror game plays the actions mapped by sym.map_action, {mirrored}, from the "
+                    "same start",
                     element=b,
                     actions=traj.actions[:t, b],
                 )
     return tuple(checked), tuple(unchecked)
+
+
+def _first_difference(
+    field: str, mirror: np.ndarray, expected: np.ndarray, differ: np.ndarray, *, game: Game | None = None
+) -> str:
+    """Names the first element of `field` where the mirror game's value differs from the transformed game's."""
+    where = tuple(int(i) for i in np.argwhere(differ)[0])
+    if field == "legal_action_mask" and game is not None:
+        action = where[0]
+        return (f"action {action} ({_action_name(game, action)}) is {'legal' if mirror[where] else 'illegal'} in "
+                f"the mirror game but {'legal' if expected[where] else 'illegal'} in the transformed game")
+    return (f"the first differing element is {field}{list(where)}: {mirror[where]:g} in the mirror game, "
+            f"{expected[where]:g} in transform(observe(state))")
+
+
+def _action_name(game: Game, action: int) -> str:
+    try:
+        return str(game.action_to_string(int(action)))
+    except Exception:  # noqa: BLE001 - a name is only a courtesy in a message
+        return str(action)
+
+
+def _parse_move(game: Game, move: str | int, label: str, ctx: _Context) -> int:
+    if isinstance(move, int | np.integer) and not isinstance(move, bool):
+        if not 0 <= move < game.num_actions:
+            raise ctx.fail("positions", f"{label}: action {move} is out of range(0, {game.num_actions})")
+        return int(move)
+    try:
+        return int(game.string_to_action(str(move)))
+    except Exception as error:  # noqa: BLE001 - the user's parser: report what it said
+        raise ctx.fail("positions", f"{label}: game.string_to_action({move!r}) failed: {error}") from error
+
+
+def _check_positions(game: Game, positions: Sequence[Position], ctx: _Context) -> None:
+    """[positions]: each test position has the legal moves, player to move, end and rewards its author gave."""
+    if positions and game.from_ascii is None:
+        raise ctx.fail("positions", "test positions need game.from_ascii (text -> State), which this game lacks")
+    step = jax.jit(game.step)
+    for i, position in enumerate(positions):
+        label = f"test position {position.name or i}"
+        try:
+            state = game.from_ascii(position.board)  # type: ignore[misc]
+        except Exception as error:  # noqa: BLE001 - the user's parser: report what it said
+            raise ctx.fail("positions", f"{label}: game.from_ascii failed: {type(error).__name__}: {error}") from error
+        if position.legal is not None:
+            expected = {_parse_move(game, move, label, ctx) for move in position.legal}
+            got = set(np.flatnonzero(np.asarray(state.legal_action_mask)).tolist())
+            if got != expected:
+                missing = ", ".join(_action_name(game, a) for a in sorted(expected - got))
+                extra = ", ".join(_action_name(game, a) for a in sorted(got - expected))
+                detail = "; ".join(part for part in (missing and f"{missing} should be legal but is not",
+                                                     extra and f"{extra} should not be legal but is") if part)
+                raise ctx.fail("positions", f"{label}: legal_action_mask is wrong: {detail}")
+        where = label
+        if position.move is not None:
+            action = _parse_move(game, position.move, label, ctx)
+            state = step(state, jnp.int32(action))
+            where = f"{label}, after {_action_name(game, action)}"
+        rewards = np.asarray(state.rewards, np.float32)
+        terminated = bool(state.terminated)
+        checks = []
+        if position.to_move is not None:
+            checks.append(("current_player", position.to_move, int(state.current_player)))
+        if position.terminated is not None:
+            checks.append(("terminated", position.terminated, terminated))
+        if position.winner is not None:
+            winner = "not over" if not terminated else 0 if rewards[0] > 0 else 1 if rewards[1] > 0 else "draw"
+            checks.append(("winner", position.winner, winner))
+        if position.rewards is not None and not np.allclose(rewards, position.rewards, rtol=0.0, atol=_ATOL):
+            checks.append(("rewards", list(position.rewards), rewards.tolist()))
+        for field, expected_value, got_value in checks:
+            if expected_value != got_value:
+                raise ctx.fail("positions", f"{where}: {field} should be {expected_value!r}, got {got_value!r}")
+
+
+def _final_mover_warnings(traj: _Trajectory, lengths: np.ndarray) -> list[str]:
+    """The warning when the player who made the final move lost every decisive random game (a flipped reward)."""
+    games = np.flatnonzero((lengths >= 1) & (lengths < traj.terminated.shape[0]))
+    movers = traj.players[lengths[games] - 1, games]
+    paid = traj.rewards[lengths[games], games, movers]
+    decisive = paid != 0
+    if decisive.sum() >= 4 and np.all(paid[decisive] < 0):
+        return [
+            f"the player who made the final move lost all {int(decisive.sum())} decisive random games and won none: "
+            "is the reward's sign flipped (the winner paid -1)? rewards[p] is what player p receives: +1 for the "
+            "winner. Ignore this if your game's last mover loses by design (e.g. a misere game)"
+        ]
+    return []
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -706,7 +852,9 @@ def _move_noise(seed: int, ids: np.ndarray, num_steps: int) -> np.ndarray:
     return np.stack(per_element, axis=1)
 
 
-def check_game(game: Game, *, num_games: int = 64, seed: int = 0) -> CheckReport:
+def check_game(
+    game: Game, *, num_games: int = 64, seed: int = 0, positions: Sequence[Position] | None = None
+) -> CheckReport:
     """Checks that `game` follows the protocol of `azjax.games.base`, playing random games under jit and vmap.
 
     See the module docstring for the checks, in the order they run.
@@ -717,8 +865,9 @@ def check_game(game: Game, *, num_games: int = 64, seed: int = 0) -> CheckReport
         problems; each costs `max_length + 1` moves (plus one replay per symmetry).
       seed: the seed of the init keys and the random moves. Element `i`'s init key is
         `jax.random.fold_in(jax.random.key(seed), i)`.
+      positions: test positions of your own with their legal moves, winner, rewards (see `Position`).
     Returns:
-      A `CheckReport` of what was played.
+      A `CheckReport` of what was played, with any warnings (also issued as `GameCheckWarning`).
     Raises:
       GameCheckError: at the first failed check, naming it, the game, and where play found it the batch element
         and the actions from `init` that reproduce the problem.
@@ -750,7 +899,12 @@ def check_game(game: Game, *, num_games: int = 64, seed: int = 0) -> CheckReport
     _check_trajectory(first, game, ctx, leaf_names)
     checked, unchecked = _check_symmetries_by_play(compiled, init_keys, first, game, ctx)
 
+    _check_positions(game, tuple(positions or ()), ctx)
+
     lengths = _game_lengths(first)
+    found = _final_mover_warnings(first, lengths)
+    for warning in found:
+        warnings.warn(f"check_game({game.name!r}): {warning}", GameCheckWarning, stacklevel=2)
     final_rewards = first.rewards[lengths, np.arange(num_games)]
     wins = (int(np.sum(final_rewards[:, 0] > 0)), int(np.sum(final_rewards[:, 1] > 0)))
     return CheckReport(
@@ -763,4 +917,6 @@ def check_game(game: Game, *, num_games: int = 64, seed: int = 0) -> CheckReport
         symmetries_checked=checked,
         symmetries_unchecked=unchecked,
         seconds=time.perf_counter() - start_time,
+        num_positions=len(positions or ()),
+        warnings=tuple(found),
     )

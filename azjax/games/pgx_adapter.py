@@ -144,6 +144,18 @@ def _import_pgx() -> Any:
     return pgx
 
 
+def check_env_id(env_id: str) -> None:
+    """Raises ValueError, saying why, unless the adapter plays pgx's environment `env_id` (pgx is not needed)."""
+    if env_id in REJECTED_ENVS or env_id.startswith("minatar"):
+        reason = REJECTED_ENVS.get(env_id, "it is a one-player game")
+        raise ValueError(
+            f"pgx environment {env_id!r} cannot be an azjax game: {reason}; azjax plays two-player, "
+            f"deterministic, perfect-information games: {', '.join(SUPPORTED_ENVS)}"
+        )
+    if env_id not in SUPPORTED_ENVS:
+        raise ValueError(f"unknown pgx environment {env_id!r}; supported: {', '.join(SUPPORTED_ENVS)}")
+
+
 def from_pgx(env_id: str, *, max_length: int | None = None) -> Game:
     """The pgx environment `env_id` as an azjax `Game` named "pgx:<env_id>"; see the module docstring.
 
@@ -156,14 +168,7 @@ def from_pgx(env_id: str, *, max_length: int | None = None) -> Game:
       ValueError: for an environment that is stochastic, has hidden information or not two players, or that
         the adapter does not know, and for a max_length below 1.
     """
-    if env_id in REJECTED_ENVS or env_id.startswith("minatar"):
-        reason = REJECTED_ENVS.get(env_id, "it is a one-player game")
-        raise ValueError(
-            f"pgx environment {env_id!r} cannot be an azjax game: {reason}; azjax plays two-player, "
-            f"deterministic, perfect-information games: {', '.join(SUPPORTED_ENVS)}"
-        )
-    if env_id not in SUPPORTED_ENVS:
-        raise ValueError(f"unknown pgx environment {env_id!r}; supported: {', '.join(SUPPORTED_ENVS)}")
+    check_env_id(env_id)
     if max_length is None:
         max_length = SUPPORTED_ENVS[env_id]
     if not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < 1:

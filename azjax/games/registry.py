@@ -1,68 +1,154 @@
 """The game registry: `make(name, **options)`, `names()`, and `register` for users' own games.
 
-Names of the form "pgx:<env_id>" (e.g. "pgx:go_9x9") are not registered one by one: `make` builds them with
-`azjax.games.pgx_adapter.from_pgx(env_id, **options)`, which needs the optional pgx package.
+A game is named in one of four forms, told apart in this order:
+
+* a registered name, e.g. "connect_four" (the catalog's games and those a program registered with `register`);
+* "pgx:<env_id>", e.g. "pgx:go_9x9": a pgx environment through `azjax.games.pgx_adapter.from_pgx`, which needs
+  the optional pgx package;
+* a name offered by an installed package through the entry-point group "azjax.games" (in its pyproject.toml:
+  `[project.entry-points."azjax.games"] hex5 = "my_games.hex:make_hex5"`), loaded when first asked for;
+* "MODULE:FACTORY", e.g. "hex5:make_hex5" or "games/hex5.py:make_hex5": MODULE is imported (a dotted module from
+  the current directory, PYTHONPATH or an installed package, or a .py file) and FACTORY, a callable in it, is
+  called with the game's options (none from the command line). A run records this source in its config.json, so
+  that later commands and processes import the game again by themselves: run them where the module can be
+  imported (a .py file is recorded by its absolute path, see `canonical`).
+
+A module that calls `register(name, factory, presets=...)` when imported gives its presets to "MODULE:FACTORY" too:
+they belong to the factory, under whichever name it is asked for.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
+import importlib.metadata
+import importlib.util
 import inspect
-from collections.abc import Callable
+import os
+import sys
+import zlib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
 
 from azjax.games.base import Game
 
-_FACTORIES: dict[str, Callable[..., Game]] = {}
 PGX_PREFIX = "pgx:"
+ENTRY_POINT_GROUP = "azjax.games"
 
 
-def register(name: str, factory: Callable[..., Game], *, overwrite: bool = False) -> None:
+class GameNotFoundError(ValueError):
+    """A game name or source cannot be resolved: unknown, or its module cannot be imported or lacks the factory.
+    The message names what was looked for, the error met, and what to do."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Entry:
+    factory: Callable[..., Game]
+    presets: Mapping[str, Any]  # "cpu" / "gpu" -> a Config, or a dict of config overrides (see config.get_config)
+
+
+_REGISTRY: dict[str, _Entry] = {}
+
+
+def register(
+    name: str,
+    factory: Callable[..., Game],
+    *,
+    presets: Mapping[str, Any] | None = None,
+    overwrite: bool = False,
+) -> None:
     """Registers a game so that `make(name, **options)` builds it with `factory(**options)`.
 
+    A registration lives in the Python process that made it. For the `azjax` command to see a game of your own,
+    name it by its source (`--game my_module:make_my_game`), whose module may call `register` to attach presets,
+    or offer it from an installed package through the "azjax.games" entry points (see the module docstring).
+
     Args:
-      name: the name users pass to `make` and to `azjax train --game`.
+      name: the name users pass to `make` and, in the same process, to `azjax.cli.main(["train", "--game", name])`.
       factory: a callable taking the game's options as keyword arguments and returning a `Game`.
-      overwrite: replace a game already registered under `name` (otherwise that is an error).
+      presets: the game's own presets by preset name ("cpu", "gpu"): each an `azjax.config.Config`, or a dict of
+        config overrides (e.g. {"search.num_simulations": 16}) applied to the preset derived from the game's
+        sizes. Presets not given are derived (`azjax.config.derived_preset`).
+      overwrite: replace a game already registered under `name` by another factory (otherwise that is an error;
+        the same factory defined again, as when its module is imported anew or a notebook cell rerun, replaces it).
     """
-    if not overwrite and name in _FACTORIES:
+    if not overwrite and name in _REGISTRY and not _same_definition(_REGISTRY[name].factory, factory):
         raise ValueError(f"a game named {name!r} is already registered; pass overwrite=True to replace it")
-    _FACTORIES[name] = factory
+    unknown = set(presets or ()) - {"cpu", "gpu"}
+    if unknown:
+        raise ValueError(f"presets of {name!r}: unknown preset names {sorted(unknown)}; use 'cpu' and 'gpu'")
+    _REGISTRY[name] = _Entry(factory, dict(presets or {}))
+
+
+def _same_definition(old: Callable, new: Callable) -> bool:
+    """Whether `new` is `old` or its definition run again (a module imported anew, a notebook cell rerun)."""
+    key = lambda f: (getattr(f, "__module__", None), getattr(f, "__qualname__", None))  # noqa: E731
+    return new is old or (key(new) == key(old) and key(new)[1] is not None and "<lambda>" not in key(new)[1])
 
 
 def names() -> list[str]:
-    """The registered game names, sorted."""
-    return sorted(_FACTORIES)
+    """The registered game names and those installed packages offer (entry points), sorted."""
+    return sorted(set(_REGISTRY) | set(_entry_points()))
+
+
+def is_source(name: str) -> bool:
+    """Whether `name` has the "MODULE:FACTORY" form (a ':' that is not the "pgx:" prefix)."""
+    return ":" in name and not name.startswith(PGX_PREFIX)
 
 
 def is_known(name: str) -> bool:
-    """Whether `make(name)` can build the game: a registered name, or "pgx:<env_id>" for a pgx environment the
-    adapter supports (whether pgx is installed is checked by `make`, which says how to install it)."""
-    from azjax.games import pgx_adapter  # late: the adapter imports no pgx until a game is built
+    """Whether `make(name)` can build the game (see `check_known`, which says why not)."""
+    try:
+        check_known(name)
+    except GameNotFoundError:
+        return False
+    return True
 
-    if name in _FACTORIES:
-        return True
-    return name.startswith(PGX_PREFIX) and name[len(PGX_PREFIX):] in pgx_adapter.SUPPORTED_ENVS
+
+def check_known(name: str) -> None:
+    """Raises GameNotFoundError, saying why and what to do, unless `make(name)` can find the game. For a
+    "pgx:<env_id>" name it checks that the adapter supports the environment; `make` checks that pgx is installed."""
+    _resolve(name)
 
 
 def describe_known() -> str:
-    """The names to suggest in an error message: the registered ones and the pgx form."""
-    return f"{', '.join(names())}, or pgx:<env_id> (e.g. pgx:go_9x9, with pip install 'azjax[pgx]')"
+    """The names to suggest in an error message: the registered ones, the pgx form and a game of one's own."""
+    return (f"{', '.join(names())}, pgx:<env_id> (e.g. pgx:go_9x9, with pip install 'azjax[pgx]'), or a game of "
+            "your own as MODULE:FACTORY (e.g. hex5:make_hex5 for make_hex5 in ./hex5.py)")
+
+
+def canonical(name: str) -> str:
+    """The form of `name` to record in a run's config: a source whose module is a .py file gets the file's absolute
+    path, so that the run reopens from any directory; every other name is returned as it is."""
+    if is_source(name):
+        module, factory = name.rsplit(":", 1)
+        if module.endswith(".py"):
+            return f"{Path(module).resolve()}:{factory}"
+    return name
+
+
+def presets(name: str) -> Mapping[str, Any]:
+    """The presets a game's registration attached (by preset name), {} if none; GameNotFoundError if unknown."""
+    entry = _resolve(name)
+    return {} if entry is None else entry.presets
 
 
 def make(name: str, **options) -> Game:
-    """Builds the registered game `name` with its options, e.g. `make("tic_tac_toe")`, or the pgx environment
-    named "pgx:<env_id>" through `from_pgx`, e.g. `make("pgx:go_9x9")`.
+    """Builds the game `name` (any form of the module docstring) with its options, e.g. `make("tic_tac_toe")`,
+    `make("pgx:go_9x9")`, `make("hex5:make_hex5")`.
 
     Raises:
-      ValueError: for an unknown name (the message lists the known ones) or options the game does not take.
+      GameNotFoundError (a ValueError): the game cannot be found or its module imported; the message says why.
+      ValueError: options the game does not take.
       ImportError: for a "pgx:" name when pgx is not installed (the message says how to install it).
     """
-    if name not in _FACTORIES and name.startswith(PGX_PREFIX):
+    entry = _resolve(name)
+    if entry is None:
         from azjax.games import pgx_adapter
 
         return pgx_adapter.from_pgx(name[len(PGX_PREFIX):], **options)
-    if name not in _FACTORIES:
-        raise ValueError(f"unknown game {name!r}; registered games: {describe_known()}")
-    factory = _FACTORIES[name]
+    factory = entry.factory
     try:
         inspect.signature(factory).bind(**options)
     except TypeError as error:
@@ -70,5 +156,126 @@ def make(name: str, **options) -> Game:
         raise ValueError(f"bad options {options} for game {name!r} ({error}); it accepts: {accepted}") from None
     game = factory(**options)
     if not isinstance(game, Game):
-        raise TypeError(f"the factory registered for {name!r} returned {type(game).__name__}, not a Game")
+        raise TypeError(f"the factory of game {name!r} returned {type(game).__name__}, not an azjax.games.Game")
     return game
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Resolution
+
+
+def _resolve(name: str) -> _Entry | None:
+    """The registry entry of `name` (None for a supported pgx environment); GameNotFoundError otherwise."""
+    if name in _REGISTRY:
+        return _REGISTRY[name]
+    if name.startswith(PGX_PREFIX):
+        from azjax.games import pgx_adapter  # late: the adapter imports no pgx until a game is built
+
+        try:
+            pgx_adapter.check_env_id(name[len(PGX_PREFIX):])
+        except ValueError as error:
+            raise GameNotFoundError(f"{error} (as pgx:<env_id>)") from None
+        return None
+    offered = _entry_points()
+    if name in offered:
+        try:
+            factory = offered[name].load()
+        except Exception as error:  # noqa: BLE001 - whatever the package raises, the user needs to see it
+            raise GameNotFoundError(
+                f"game {name!r} is offered by an installed package ({offered[name].value}), which failed to load: "
+                f"{type(error).__name__}: {error}; reinstall or fix that package"
+            ) from error
+        return _entry_of(name, factory)
+    if is_source(name):
+        return _entry_of(name, _load_source(name))
+    hint = ""
+    if name.endswith(".py") or Path(name).exists():
+        hint = f"; for a game defined in a file, name its factory too: --game {name}:make_my_game"
+    raise GameNotFoundError(f"unknown game {name!r}{hint}; choose one of {describe_known()}")
+
+
+def _entry_of(name: str, factory: Callable[..., Game]) -> _Entry:
+    """The entry of a factory found outside the registry: a registration of the same factory lends its presets."""
+    for entry in _REGISTRY.values():
+        if entry.factory is factory:
+            return entry
+    if not callable(factory):
+        raise GameNotFoundError(f"game {name!r}: {factory!r} is not callable; name a function that returns a Game")
+    return _Entry(factory, {})
+
+
+def load_positions(source: str) -> list:
+    """The test positions (a sequence of `azjax.games.Position`) named "MODULE:NAME", e.g. "hex5:TEST_POSITIONS",
+    for `azjax check --positions`; GameNotFoundError if they cannot be found."""
+    from azjax.games.checker import Position
+
+    found = _load_source(source, what="test positions", example="hex5:TEST_POSITIONS")
+    items = list(found) if isinstance(found, list | tuple) else None
+    if items is None or not all(isinstance(item, Position) for item in items):
+        raise GameNotFoundError(f"test positions {source!r}: expected a list of azjax.games.Position, got "
+                                f"{type(found).__name__}")
+    return items
+
+
+def _load_source(source: str, *, what: str = "game", example: str = "hex5:make_hex5"):
+    """Imports MODULE of "MODULE:NAME" and returns its attribute NAME."""
+    module_name, factory_name = source.rsplit(":", 1) if ":" in source else (source, "")
+    if not module_name or not factory_name:
+        raise GameNotFoundError(f"{what} {source!r}: expected MODULE:NAME, e.g. {example}")
+    try:
+        module = _import_file(module_name) if module_name.endswith(".py") else _import_module(module_name)
+    except GameNotFoundError as error:
+        raise GameNotFoundError(f"{what} {source!r}: {error}") from None
+    except Exception as error:  # noqa: BLE001 - an error inside the user's module: show it, chained
+        raise GameNotFoundError(
+            f"{what} {source!r}: importing {module_name} failed with {type(error).__name__}: {error}; fix that module "
+            f"(python -c 'import {module_name.removesuffix('.py')}' shows the whole traceback)"
+        ) from error
+    factory = getattr(module, factory_name, None)
+    if factory is None:
+        found = [n for n, v in vars(module).items() if callable(v) and not n.startswith("_") and n.startswith("make")]
+        suggestion = f" (it has {', '.join(found)})" if found else ""
+        raise GameNotFoundError(f"{what} {source!r}: module {module_name} has no {factory_name!r}{suggestion}")
+    return factory
+
+
+def _import_module(module_name: str):
+    """Imports a dotted module, looking in the current directory too (a console script's path omits it)."""
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.append(cwd)
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        if error.name != module_name and not module_name.startswith(f"{error.name}."):
+            raise  # the module exists but imports a missing one: reported by the caller as an import failure
+        raise GameNotFoundError(
+            f"no module named {module_name!r} in the current directory ({cwd}), on "
+            "PYTHONPATH or among the installed packages; run the command where the module's file is, add its "
+            "directory to PYTHONPATH, or install its package"
+        ) from None
+
+
+def _import_file(path_text: str):
+    """Imports a .py file as a module named after the file (kept in sys.modules, so it is imported once)."""
+    path = Path(path_text).resolve()
+    if not path.is_file():
+        raise GameNotFoundError(f"no file {path}; check the path (relative to {os.getcwd()})")
+    module_name = f"azjax_user_game_{path.stem}_{zlib.crc32(str(path).encode()):08x}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[module_name]
+        raise
+    return module
+
+
+def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
+    """The games installed packages offer, by name (registered names win over them)."""
+    return {ep.name: ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP) if ep.name not in _REGISTRY}

@@ -539,7 +539,7 @@ def round_robin(
     matches = []
     pair_keys = jax.random.split(key, max(len(bots) * (len(bots) - 1) // 2, 1))
     pairs = [(i, j) for i in range(len(bots)) for j in range(i + 1, len(bots))]
-    for pair_key, (i, j) in zip(pair_keys, pairs, strict=False):
+    for pair_key, (i, j) in zip(pair_keys, pairs, strict=False):  # one key even for no pair
         match = play(pair_key, game, bots[i], bots[j], num_games, opening_moves=opening_moves,
                      opening_agent=opening_agent, mesh=mesh)
         matches.append(match)

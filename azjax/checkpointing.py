@@ -343,7 +343,7 @@ class CheckpointManager:
         try:
             with ocp.Checkpointer(ocp.CompositeCheckpointHandler()) as checkpointer:
                 restored = checkpointer.restore(path.absolute(), args=args)
-        except Exception as error:  # orbax and tensorstore raise many types; all mean "cannot be read"
+        except Exception as error:  # noqa: BLE001 - orbax and tensorstore raise many types: "cannot be read"
             if required:  # its bytes are verified: not damaged, so never advise deleting it
                 raise CheckpointError(
                     f"checkpoint {path} could not be read, though its files are intact (they match its manifest's "
@@ -515,7 +515,7 @@ def _restore_export(path: Path) -> tuple[config_lib.Config, dict]:
             variables = checkpointer.restore(
                 (path / "model").absolute(), args=ocp.args.StandardRestore(_on_default_device(_model_template(config)))
             )
-    except Exception as error:  # orbax and tensorstore raise many types; all mean "cannot be read"
+    except Exception as error:  # noqa: BLE001 - orbax and tensorstore raise many types: "cannot be read"
         raise damaged(_first_line(error)) from None
     return config, dict(variables)
 

@@ -352,7 +352,8 @@ def _play(args: argparse.Namespace) -> int:
 
 
 def _config_from_args(args: argparse.Namespace):
-    from azjax import checkpointing, config as config_lib
+    from azjax import checkpointing
+    from azjax import config as config_lib
 
     run_config = None if args.out is None else args.out / checkpointing.CONFIG_FILE
     game, preset = args.game or "tic_tac_toe", args.preset or "cpu"
@@ -413,7 +414,8 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from azjax import checkpointing, config as config_lib, games, parallel, trainer
+    from azjax import checkpointing, games, parallel, trainer
+    from azjax import config as config_lib
 
     parallel.expose_cpu_cores(args.devices)  # before jax starts its backend
 
@@ -542,7 +544,7 @@ def main(argv: list[str] | None = None) -> int:
             return _play(args)
         if args.command == "check":
             return _check(args)
-    except (CheckpointError, ConfigError, SpecError, GameNotFoundError) as error:  # a problem the user can fix: one line, no traceback
+    except (CheckpointError, ConfigError, SpecError, GameNotFoundError) as error:  # fixable: one line, no traceback
         print(f"azjax {args.command}: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

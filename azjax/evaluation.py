@@ -9,16 +9,18 @@ and round robins is `azjax.arena`; the baseline agents are `azjax.agents`.
 from __future__ import annotations
 
 import functools
+import operator
 import time
 from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-
 from jax.sharding import Mesh
 
-from azjax import agents as agents_lib, arena, games, parallel, solver as solver_lib
+from azjax import agents as agents_lib
+from azjax import arena, games, parallel
+from azjax import solver as solver_lib
 from azjax.agent import make_agent
 from azjax.arena import random_agent
 from azjax.config import Config
@@ -117,7 +119,7 @@ def default_opponents(game_name: str) -> tuple[str, ...]:
     `agents.make_bot`): random, one-ply tactics and UCT with 100 simulations, plus the perfect player for
     tic-tac-toe."""
     opponents = ("random", "onestep", "mcts:100")
-    return opponents + ("perfect",) if game_name == "tic_tac_toe" else opponents
+    return (*opponents, "perfect") if game_name == "tic_tac_toe" else opponents
 
 
 def judge_bot(
@@ -132,8 +134,8 @@ def judge_bot(
     actions, values = [], []
     for start in range(0, size, batch_size):
         rows = np.arange(start, start + batch_size) % size  # pad the last batch by wrapping: one compiled shape
-        analysis = jax.device_get(analyse(jax.random.fold_in(key, start), jax.tree.map(lambda x: x[rows],
-                                                                                       labelled.states)))
+        batch = jax.tree.map(operator.itemgetter(rows), labelled.states)
+        analysis = jax.device_get(analyse(jax.random.fold_in(key, start), batch))
         keep = min(batch_size, size - start)
         actions.append(np.asarray(analysis.action)[:keep])
         values.append(np.asarray(analysis.value)[:keep])

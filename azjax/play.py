@@ -54,7 +54,8 @@ def play_game(
       bot: the opponent (see `agents.make_bot`).
       human_player: the person's player id: 0 moves first, 1 second.
       key: randomness for the agent (and the game's start); default: a fixed key.
-      input_fn: prompt -> the person's line (default `input`, echoing lines read from a pipe); EOFError or KeyboardInterrupt counts as quitting.
+      input_fn: prompt -> the person's line (default `input`, echoing lines read from a pipe); EOFError or
+        KeyboardInterrupt counts as quitting.
       output_fn: shows one message, which may hold several lines (default `print`).
       show_analysis: show the agent's value and candidate moves with each of its moves.
       num_candidates: how many candidate moves to show.

@@ -25,12 +25,13 @@ from azjax import parallel
 if __name__ == "__main__":
     parallel.expose_cpu_cores()  # before jax starts: one device per core
 
-import jax  # noqa: E402
+import jax
 
-from azjax import config as config_lib, training  # noqa: E402
+from azjax import config as config_lib
+from azjax import training
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from bench_games import machine_info  # noqa: E402
+from bench_games import machine_info
 
 GAMES = ("tic_tac_toe", "connect_four", "gomoku9", "othello6", "brandub")
 

@@ -70,7 +70,7 @@ from azjax.training import make_components
 
 # The machine header is bench_games.py's, so that the two benchmarks describe a machine alike.
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from bench_games import machine_info  # noqa: E402
+from bench_games import machine_info
 
 GAME = "connect_four"  # the azjax game; the reference plays pgx's game of the same id
 

@@ -17,7 +17,8 @@ import time
 
 import numpy as np
 
-from azjax.solver import connect_four as c4, connect_four_sets as sets
+from azjax.solver import connect_four as c4
+from azjax.solver import connect_four_sets as sets
 
 
 def main(argv: list[str] | None = None) -> dict:

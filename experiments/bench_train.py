@@ -33,10 +33,11 @@ from collections.abc import Callable
 
 import jax
 
-from azjax import config as config_lib, training
+from azjax import config as config_lib
+from azjax import training
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from bench_games import machine_info  # noqa: E402
+from bench_games import machine_info
 
 
 def _timed(fn: Callable, args: tuple, repeats: int) -> tuple[float, list[float]]:
@@ -91,7 +92,8 @@ def main(argv: list[str] | None = None) -> dict:
 
     results = {"machine": machine_info(), "rows": []}
     print(json.dumps(results["machine"]))
-    header = f"{'game':14s} {'conv gradient':14s} {'sgd ms/step':>11s} {'sgd pos/s':>10s} {'iteration s':>11s} {'compile s':>9s}"
+    header = (f"{'game':14s} {'conv gradient':14s} {'sgd ms/step':>11s} {'sgd pos/s':>10s} {'iteration s':>11s} "
+              f"{'compile s':>9s}")
     print(header)
     for game in args.games:
         config = config_lib.with_overrides(

@@ -27,7 +27,8 @@ from pathlib import Path
 
 import jax
 
-from azjax import agents, checkpointing, config as config_lib, evaluation, parallel, trainer
+from azjax import agents, checkpointing, evaluation, parallel, trainer
+from azjax import config as config_lib
 from azjax.agent import load_agent
 from azjax.solver import positions
 

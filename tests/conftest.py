@@ -10,9 +10,9 @@ import sys
 
 import jax
 import pytest
+from tiny import TINY_OVERRIDES
 
 from azjax import config as config_lib
-from tiny import TINY_OVERRIDES
 
 # Start jax's backend now, with the one CPU device it gives by default: `azjax train` and `azjax eval` would
 # otherwise make each core a device (XLA_FLAGS) when a test calls them first, and the tests' device count would

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-
 _TINY = [
     "--games", "tic_tac_toe", "--repeats", "1", "--set", "network.num_blocks=1", "network.num_channels=4",
     "network.value_hidden=4", "search.num_simulations=2", "selfplay.num_games=4", "selfplay.num_steps=2",

@@ -8,6 +8,7 @@ compiling them again.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import os
 import pickle
@@ -23,12 +24,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from tiny import TINY_OVERRIDES
 
 import azjax
 from azjax import checkpointing, cli, trainer
 from azjax import config as config_lib
 from azjax.training import RunState
-from tiny import TINY_OVERRIDES
 
 N = 2  # iterations of the short run; the long run does 2N
 
@@ -154,7 +155,7 @@ def test_a_finished_run_has_nothing_to_do(runs, tmp_path):
 
 def test_resume_keeps_structure_but_may_change_other_settings(runs, tmp_path):
     run_dir = runs["root"] / "straight"
-    with pytest.raises(checkpointing.CheckpointError, match="network.num_channels: 8 -> 16"):
+    with pytest.raises(checkpointing.CheckpointError, match=r"network\.num_channels: 8 -> 16"):
         trainer.train(run_config(2 * N + 1, **{"network.num_channels": 16}), run_dir, progress=False, log=quiet)
     with pytest.raises(checkpointing.CheckpointError, match="game"):
         checkpointing.CheckpointManager(run_dir).restore(config_lib.get_config("connect_four"))
@@ -347,7 +348,7 @@ def test_a_time_budget_drives_the_schedule_and_is_saved(runs, tmp_path):
     result = trainer.train(config, run_dir, max_seconds=10.0, progress=False, log=quiet)
     assert result.stop_reason == "seconds" and len(result.history) >= 3
     rates = [r["learning_rate"] for r in result.history]
-    assert rates[-1] < rates[0] and all(b <= a for a, b in zip(rates, rates[1:], strict=False))
+    assert rates[-1] < rates[0] and all(b <= a for a, b in itertools.pairwise(rates))
     peak = config.train.learning_rate
     assert rates[-1] < 0.5 * peak  # iterations alone would have spent about 1% of the schedule
     saved = checkpointing.CheckpointManager(run_dir).restore(config)
@@ -552,8 +553,8 @@ def test_damaged_export_is_a_clear_error(runs, tmp_path):
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0x01
     path.write_bytes(bytes(data))
-    with pytest.raises(checkpointing.CheckpointError, match="export .* is damaged or truncated.*export it again"):
+    with pytest.raises(checkpointing.CheckpointError, match=r"export .* is damaged or truncated.*export it again"):
         azjax.load_agent(out)
     (out / "config.json").write_text('{"network": {"num_blocks": "two"}}')
-    with pytest.raises(checkpointing.CheckpointError, match="network.num_blocks must be an int"):
+    with pytest.raises(checkpointing.CheckpointError, match=r"network\.num_blocks must be an int"):
         azjax.load_agent(out)

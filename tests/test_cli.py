@@ -155,7 +155,7 @@ def test_resume_with_another_seed_is_refused(trained, tiny_args, tmp_path):
 )
 def test_bad_arguments_exit_2_with_a_message_and_write_nothing(tmp_path, tiny_args, extra, message):
     run_dir = tmp_path / "run"
-    code, out, err = run_cli(["train", "--out", str(run_dir), "--no-progress", *tiny_args, *extra])
+    code, _out, err = run_cli(["train", "--out", str(run_dir), "--no-progress", *tiny_args, *extra])
     assert code == 2
     assert message in err, err
     assert "Traceback" not in err

@@ -145,7 +145,7 @@ def test_bad_override_raises_config_error_naming_the_field(overrides, field):
 
 
 def test_field_without_its_section_suggests_the_full_name():
-    with pytest.raises(ConfigError, match="did you mean 'search.num_simulations'"):
+    with pytest.raises(ConfigError, match=r"did you mean 'search\.num_simulations'"):
         with_overrides(Config(), {"num_simulations": 8})
 
 

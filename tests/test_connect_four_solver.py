@@ -175,7 +175,7 @@ def test_encode_board_matches_encode_moves():
 
 
 def test_bad_moves_are_reported():
-    with pytest.raises(ValueError, match="columns are 0..6"):
+    with pytest.raises(ValueError, match=r"columns are 0\.\.6"):
         c4.encode_moves([7])
     with pytest.raises(ValueError, match="full"):
         c4.encode_moves([0] * 7)

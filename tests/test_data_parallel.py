@@ -18,7 +18,8 @@ import textwrap
 import jax
 import pytest
 
-from azjax import config as config_lib, parallel, trainer
+from azjax import config as config_lib
+from azjax import parallel, trainer
 from azjax.config import ConfigError
 
 _SCRIPT = textwrap.dedent(
@@ -107,7 +108,7 @@ def test_the_arena_plays_each_devices_share_of_the_games_on_its_own(two_device_r
     assert two_device_runs["arena_devices"] == 2
     # Device d's games are exactly a one-device match of half the games from the key folded with d.
     assert two_device_runs["arena_split"] == two_device_runs["arena_blocks"]
-    outcome, seat, _ = two_device_runs["arena_split"]
+    _outcome, seat, _ = two_device_runs["arena_split"]
     assert seat == [0] * 4 + [1] * 4 + [0] * 4 + [1] * 4  # each device seats its own games half and half
 
 

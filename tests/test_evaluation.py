@@ -12,7 +12,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from azjax import arena, checkpointing, cli, config as config_lib, evaluation, games, trainer
+from azjax import arena, checkpointing, cli, evaluation, games, trainer
+from azjax import config as config_lib
 from azjax.arena import MatchResult
 
 

@@ -12,7 +12,8 @@ import functools
 import jax
 import pytest
 
-from azjax import config as config_lib, evaluation, solver, trainer
+from azjax import config as config_lib
+from azjax import evaluation, solver, trainer
 from azjax.agent import make_agent
 
 

@@ -8,11 +8,12 @@ import shutil
 import jax
 import numpy as np
 import pytest
+from test_connect_four_solver import _grid, _reference_move_scores
 
 from azjax import agents, evaluation, games
-from azjax.solver import connect_four as c4, connect_four_sets as sets, positions
-
-from test_connect_four_solver import _grid, _reference_move_scores
+from azjax.solver import connect_four as c4
+from azjax.solver import connect_four_sets as sets
+from azjax.solver import positions
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +134,7 @@ def test_a_damaged_set_file_names_itself_and_the_command(tmp_path, damage, messa
     elif damage == "truncated":
         path.write_text("\n".join(lines[:-10]) + "\n")
     elif damage == "format":
-        path.write_text("\n".join(["# some other format"] + lines[1:]) + "\n")
+        path.write_text("\n".join(["# some other format", *lines[1:]]) + "\n")
     elif damage == "line":
         lines[5] = "12x4 3 +++++++"
         path.write_text("\n".join(lines) + "\n")

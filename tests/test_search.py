@@ -114,12 +114,12 @@ def parse_ttt(text: str) -> tuple[tuple[int, ...], int]:
     return cells, 0 if cells.count(1) == cells.count(2) else 1
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def minimax(board: tuple[int, ...], player: int) -> dict[int, int]:
     """{legal cell: value of playing it for `player`} by exhaustive search (+1 win, 0 draw, -1 loss)."""
     values = {}
     for cell in (c for c in range(9) if not board[c]):
-        after = board[:cell] + (player + 1,) + board[cell + 1 :]
+        after = (*board[:cell], player + 1, *board[cell + 1:])
         if any(all(after[i] == player + 1 for i in line) for line in LINES):
             values[cell] = 1
         elif all(after):
@@ -129,7 +129,7 @@ def minimax(board: tuple[int, ...], player: int) -> dict[int, int]:
     return values
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def two_ply(game_name: str):
     """A jitted function of one state: (the mover's immediate wins [A], after each move, the opponent's [A, A])."""
     game = games.make(game_name)
@@ -211,7 +211,7 @@ class Positions:
     legal: np.ndarray  # [B, A] bool
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def positions(game_name: str) -> Positions:
     game = games.make(game_name)
     entries = [(kind, text, move) for kind, rows in POSITIONS[game_name].items() for text, move in rows]
@@ -232,12 +232,12 @@ def _search(key, states, move_number, gumbel_scale, *, game: games.Game, policy:
     return make_search_fn(game, apply_fn, config)({}, key, states, move_number)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def compiled_search(game_name: str, policy: str):
     return jax.jit(functools.partial(_search, game=games.make(game_name), policy=policy))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def searched(game_name: str, variant: str) -> list:
     """The search's outputs (numpy) on all of the game's positions, one per key in KEYS."""
     policy, gumbel_scale, _ = VARIANTS[variant]

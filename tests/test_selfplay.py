@@ -146,20 +146,20 @@ RUNS = {
 }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def network_variables(config):
     parts = make_components(config)
     return init_variables(parts.network, jax.random.key(0), parts.game.observation_shape)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def compiled_selfplay(config):
     parts = make_components(config)
     play = functools.partial(run_selfplay, game=parts.game, search_fn=parts.search_fn, config=config.selfplay)
     return jax.jit(play)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def played(name: str, tiny_config):
     """(selfplay config, initial state, final state, trajectory as numpy) of the TINY run `name`."""
     config = dataclasses.replace(tiny_config, selfplay=dataclasses.replace(tiny_config.selfplay, **RUNS[name]))
@@ -258,7 +258,7 @@ def test_value_targets_of_a_run_match_a_plain_python_walk(run):
 
 
 def test_openings_put_stones_on_the_board(run):
-    name, config, initial, _, trajectory = run
+    _name, config, _initial, _, trajectory = run
     if config.selfplay.opening_moves == 0:
         assert np.all(trajectory.move_number[0] == 0) and np.all(stones(trajectory)[0] == 0)
         return
@@ -271,7 +271,7 @@ def test_openings_put_stones_on_the_board(run):
 
 
 def test_resignation(run):
-    name, config, initial, final, trajectory = run
+    name, _config, initial, final, trajectory = run
     done, resigned = trajectory.terminated, trajectory.resigned
     if name == "no_resign_with_openings":
         assert not resigned.any() and not trajectory.would_have_resigned.any()

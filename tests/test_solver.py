@@ -24,7 +24,7 @@ def has_line(board: tuple[int, ...], stone: int) -> bool:
     return any(all(board[i] == stone for i in line) for line in LINES)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def minimax(board: tuple[int, ...], player: int) -> tuple[int, frozenset[int]]:
     """(value for `player`, the player to move; the set of moves that achieve it) of a non-terminal board."""
     stone = player + 1
@@ -32,7 +32,7 @@ def minimax(board: tuple[int, ...], player: int) -> tuple[int, frozenset[int]]:
     for cell in range(9):
         if board[cell]:
             continue
-        after = board[:cell] + (stone,) + board[cell + 1 :]
+        after = (*board[:cell], stone, *board[cell + 1:])
         if has_line(after, stone):
             outcomes[cell] = 1
         elif all(after):
@@ -222,7 +222,7 @@ def test_policy_accuracy_against_plain_python_choosers(host):
     def choose(pick, states):
         boards = np.asarray(states.board)
         players = np.asarray(states.current_player)
-        return np.array([pick(tuple(int(c) for c in b), int(p)) for b, p in zip(boards, players)])
+        return np.array([pick(tuple(int(c) for c in b), int(p)) for b, p in zip(boards, players, strict=True)])
 
     best = functools.partial(choose, lambda board, player: min(minimax(board, player)[1]))
     assert policy_accuracy(host, best) == 1.0
@@ -230,7 +230,7 @@ def test_policy_accuracy_against_plain_python_choosers(host):
     def worst(board, player):
         value_of = {}
         for cell in (c for c in range(9) if not board[c]):
-            after = board[:cell] + (player + 1,) + board[cell + 1 :]
+            after = (*board[:cell], player + 1, *board[cell + 1:])
             won, full = has_line(after, player + 1), all(after)
             value_of[cell] = 1 if won else 0 if full else -minimax(after, 1 - player)[0]
         return min(value_of, key=value_of.get)

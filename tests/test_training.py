@@ -15,11 +15,11 @@ from azjax.networks import init_variables
 from azjax.replay import Batch
 from azjax.training import (
     TrainState,
+    budget_progress,
     compute_loss,
     init_run_state,
-    make_components,
-    budget_progress,
     learning_rate,
+    make_components,
     make_optimizer,
     make_train_iteration,
     train_step,

@@ -16,10 +16,12 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import pytest
-
-from azjax import agent as agent_lib, checkpointing, config as config_lib, games
-from azjax.games import registry
 from tiny import TINY_OVERRIDES
+
+from azjax import agent as agent_lib
+from azjax import checkpointing, games
+from azjax import config as config_lib
+from azjax.games import registry
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "hex5.py"
 TINY_ARGS = [arg for key, value in TINY_OVERRIDES.items() if key != "num_iterations"

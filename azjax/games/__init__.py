@@ -39,9 +39,9 @@ register("othello", make_othello)  # option: size=8
 register("othello6", make_othello6)  # make("othello", size=6) under its own name
 
 __all__ = [
+    "CHECKS",
     "BoardState",
     "BrandubState",
-    "CHECKS",
     "CheckReport",
     "Game",
     "GameCheckError",
@@ -70,7 +70,7 @@ __all__ = [
     "make_tic_tac_toe",
     "names",
     "presets",
-    "register",
     "random_opening",
+    "register",
     "resolve_step",
 ]

@@ -255,7 +255,8 @@ class _TraceCounter:
 
     def __call__(self, *args):
         self.signatures.append(
-            [(name + path, kind) for name, arg in zip(self.arg_names, args) for path, kind in _signature(arg)]
+            [(name + path, kind)
+             for name, arg in zip(self.arg_names, args, strict=True) for path, kind in _signature(arg)]
         )
         return self.fn(*args)
 
@@ -326,7 +327,7 @@ def _trace(ctx: _Context, what: str, fn: Callable[..., Any], *args) -> Any:
     """`jax.eval_shape(fn, *args)`, turning an error while tracing into a [trace] failure that names `what`."""
     try:
         return jax.eval_shape(fn, *args)
-    except Exception as error:  # noqa: BLE001 - any error of the user's code is reported, chained
+    except Exception as error:
         raise ctx.fail(
             "trace", f"{what} failed to trace: {type(error).__name__}: {error}"
         ) from error
@@ -378,7 +379,8 @@ def _check_traces(game: Game, ctx: _Context, keys: jax.Array) -> tuple[Any, Any]
         raise ctx.fail(
             "state_structure", f"step changes the state's pytree structure from\n  {before}\nto\n  {after}"
         )
-    for path, old, new in zip(_leaf_paths(state_spec), jax.tree.leaves(state_spec), jax.tree.leaves(next_spec)):
+    leaves = zip(_leaf_paths(state_spec), jax.tree.leaves(state_spec), jax.tree.leaves(next_spec), strict=True)
+    for path, old, new in leaves:
         if old.shape != new.shape or old.dtype != new.dtype:
             raise ctx.fail(
                 "state_structure",
@@ -402,14 +404,14 @@ def _check_traces(game: Game, ctx: _Context, keys: jax.Array) -> tuple[Any, Any]
 def _signature(tree: Any) -> list[tuple[str, str]]:
     """(path, type) of every leaf of concrete or traced arrays; under vmap, the per-element type."""
     return [(path, _describe(getattr(leaf, "aval", leaf))) for path, leaf in
-            zip(_leaf_paths(tree), jax.tree.leaves(tree))]
+            zip(_leaf_paths(tree), jax.tree.leaves(tree), strict=True)]
 
 
 def _retrace_cause(first: list[tuple[str, str]], second: list[tuple[str, str]]) -> str:
     """Why a function traced with inputs of types `first` traced again for `second`."""
     if [path for path, _ in first] != [path for path, _ in second]:
         return "its input's pytree structure changed"
-    for (path, old), (_, new) in zip(first, second):
+    for (path, old), (_, new) in zip(first, second, strict=True):
         if old != new:
             return f"{path} changed from {old} to {new}"
     return "for a reason other than its input's types (Python state that changes between calls?)"
@@ -433,7 +435,7 @@ class _Compiled:
         what = f"jax.jit(jax.vmap(game.{name}))"
         try:
             result = self.jitted[name](*args)
-        except Exception as error:  # noqa: BLE001 - any error of the user's code is reported, chained
+        except Exception as error:
             raise self.ctx.fail("trace", f"{what} failed: {type(error).__name__}: {error}") from error
         signatures = self.counters[name].signatures
         if len(signatures) > 1:
@@ -471,7 +473,7 @@ def _absorbing_changes(before: State, after: State) -> jax.Array:
     """bool [B, L]: which leaves (rewards excluded) of a batch of states a step changed, where `before` was
     terminated; all False elsewhere. L is the number of leaves other than rewards."""
     changes = []
-    for old, new in zip(jax.tree.leaves(before), jax.tree.leaves(after)):
+    for old, new in zip(jax.tree.leaves(before), jax.tree.leaves(after), strict=True):
         if old is before.rewards:
             continue
         if jnp.issubdtype(old.dtype, jax.dtypes.prng_key):
@@ -517,8 +519,10 @@ def _play(compiled: _Compiled, init_keys: jax.Array, noise: np.ndarray, ids: np.
         states = next_states
     state_records.append(_state_record(states, call("observe", states)))
     state_records, move_records = jax.device_get((state_records, move_records))
-    players, masks, terminated, rewards, observations = (np.stack(field) for field in zip(*state_records))
-    actions, changes, illegal, illegal_terminated, illegal_rewards = (np.stack(field) for field in zip(*move_records))
+    players, masks, terminated, rewards, observations = (
+        np.stack(field) for field in zip(*state_records, strict=True))
+    actions, changes, illegal, illegal_terminated, illegal_rewards = (
+        np.stack(field) for field in zip(*move_records, strict=True))
     return _Trajectory(
         players=players,
         masks=masks,
@@ -545,7 +549,7 @@ def _replay(
         records.append((states.legal_action_mask, states.terminated, states.rewards, call("observe", states)))
         states = call("step", states, jnp.asarray(move, jnp.int32))
     records.append((states.legal_action_mask, states.terminated, states.rewards, call("observe", states)))
-    masks, terminated, rewards, observations = (np.stack(field) for field in zip(*jax.device_get(records)))
+    masks, terminated, rewards, observations = (np.stack(field) for field in zip(*jax.device_get(records), strict=True))
     return masks, terminated, rewards, observations
 
 
@@ -707,7 +711,7 @@ def _check_symmetries_by_play(
         flat = jnp.asarray(obs.reshape(-1, *obs.shape[2:]))
         try:
             expected_obs = np.asarray(jax.jit(jax.vmap(sym.transform))(flat)).reshape(obs.shape)
-        except Exception as error:  # noqa: BLE001 - any error of the user's code is reported, chained
+        except Exception as error:
             what = f"jax.jit(jax.vmap(symmetries[{number}] ({sym.name!r}).transform))"
             raise ctx.fail("trace", f"{what} failed: {type(error).__name__}: {error}") from error
         close = np.isclose(expected_obs, obs, rtol=0.0, atol=_ATOL)
@@ -721,30 +725,36 @@ def _check_symmetries_by_play(
         masks, terminated, rewards, mirror_obs = _replay(compiled, init_keys, inverse[traj.actions])
         obs_close = np.isclose(mirror_obs, expected_obs, rtol=0.0, atol=_ATOL)
         expected_masks = traj.masks[..., index]
-        for what, differ, where in (
-            ("observe(mirror) != transform(observe(state))", ~np.all(obs_close.reshape(*obs.shape[:2], -1), -1),
-             lambda t, b: _first_difference("observation", mirror_obs[t, b], expected_obs[t, b], ~obs_close[t, b])),
+        differences = (
+            ("observe(mirror) != transform(observe(state))", ~np.all(obs_close.reshape(*obs.shape[:2], -1), -1)),
             ("legal_action_mask(mirror) != apply_to_actions(legal_action_mask(state))",
-             np.any(masks != expected_masks, axis=-1),
-             lambda t, b: _first_difference("legal_action_mask", masks[t, b], expected_masks[t, b],
-                                            masks[t, b] != expected_masks[t, b], game=game)),
-            ("terminated(mirror) != terminated(state)", terminated != traj.terminated,
-             lambda t, b: f"terminated is {terminated[t, b]} in the mirror game, {traj.terminated[t, b]} in the game"),
-            ("rewards(mirror) != rewards(state)", np.any(np.abs(rewards - traj.rewards) > _ATOL, axis=-1),
-             lambda t, b: f"rewards are {rewards[t, b].tolist()} in the mirror game, {traj.rewards[t, b].tolist()} "
-                          "in the game"),
-        ):
-            if (hit := _first(differ & invariant[None])) is not None:
-                t, b = hit
-                mirrored = [int(inverse[a]) for a in traj.actions[:t, b]]
-                raise ctx.fail(
-                    "symmetries",
-                    f"symmetries[{number}] ({sym.name!r}) is inconsistent with play: after {_moves(t)}, {what}: "
-                    f"{where(t, b)}. The mirror game plays the actions mapped by sym.map_action, {mirrored}, from the "
-                    "same start",
-                    element=b,
-                    actions=traj.actions[:t, b],
-                )
+             np.any(masks != expected_masks, axis=-1)),
+            ("terminated(mirror) != terminated(state)", terminated != traj.terminated),
+            ("rewards(mirror) != rewards(state)", np.any(np.abs(rewards - traj.rewards) > _ATOL, axis=-1)),
+        )
+        for kind, (what, differ) in enumerate(differences):
+            if (hit := _first(differ & invariant[None])) is None:
+                continue
+            t, b = hit
+            if kind == 0:
+                where = _first_difference("observation", mirror_obs[t, b], expected_obs[t, b], ~obs_close[t, b])
+            elif kind == 1:
+                where = _first_difference("legal_action_mask", masks[t, b], expected_masks[t, b],
+                                          masks[t, b] != expected_masks[t, b], game=game)
+            elif kind == 2:
+                where = f"terminated is {terminated[t, b]} in the mirror game, {traj.terminated[t, b]} in the game"
+            else:
+                where = (f"rewards are {rewards[t, b].tolist()} in the mirror game, "
+                         f"{traj.rewards[t, b].tolist()} in the game")
+            mirrored = [int(inverse[a]) for a in traj.actions[:t, b]]
+            raise ctx.fail(
+                "symmetries",
+                f"symmetries[{number}] ({sym.name!r}) is inconsistent with play: after {_moves(t)}, {what}: "
+                f"{where}. The mirror game plays the actions mapped by sym.map_action, {mirrored}, from the same "
+                "start",
+                element=b,
+                actions=traj.actions[:t, b],
+            )
     return tuple(checked), tuple(unchecked)
 
 
@@ -775,7 +785,7 @@ def _parse_move(game: Game, move: str | int, label: str, ctx: _Context) -> int:
         return int(move)
     try:
         return int(game.string_to_action(str(move)))
-    except Exception as error:  # noqa: BLE001 - the user's parser: report what it said
+    except Exception as error:
         raise ctx.fail("positions", f"{label}: game.string_to_action({move!r}) failed: {error}") from error
 
 
@@ -788,7 +798,7 @@ def _check_positions(game: Game, positions: Sequence[Position], ctx: _Context) -
         label = f"test position {position.name or i}"
         try:
             state = game.from_ascii(position.board)  # type: ignore[misc]
-        except Exception as error:  # noqa: BLE001 - the user's parser: report what it said
+        except Exception as error:
             raise ctx.fail("positions", f"{label}: game.from_ascii failed: {type(error).__name__}: {error}") from error
         if position.legal is not None:
             expected = {_parse_move(game, move, label, ctx) for move in position.legal}
@@ -894,7 +904,7 @@ def check_game(
     second = _play(compiled, second_init_keys, _move_noise(seed, second_ids, num_steps), second_ids)
     _check_batch_independence(first, second, ctx, second_ids)
 
-    leaf_names = [path for path, leaf in zip(_leaf_paths(state_spec), jax.tree.leaves(state_spec))
+    leaf_names = [path for path, leaf in zip(_leaf_paths(state_spec), jax.tree.leaves(state_spec), strict=True)
                   if leaf is not state_spec.rewards]
     _check_trajectory(first, game, ctx, leaf_names)
     checked, unchecked = _check_symmetries_by_play(compiled, init_keys, first, game, ctx)

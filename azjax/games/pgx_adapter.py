@@ -196,4 +196,4 @@ def from_pgx(env_id: str, *, max_length: int | None = None) -> Game:
     )
 
 
-__all__ = ["INSTALL_HINT", "PgxState", "REJECTED_ENVS", "SUPPORTED_ENVS", "from_pgx"]
+__all__ = ["INSTALL_HINT", "REJECTED_ENVS", "SUPPORTED_ENVS", "PgxState", "from_pgx"]

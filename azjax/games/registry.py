@@ -180,7 +180,7 @@ def _resolve(name: str) -> _Entry | None:
     if name in offered:
         try:
             factory = offered[name].load()
-        except Exception as error:  # noqa: BLE001 - whatever the package raises, the user needs to see it
+        except Exception as error:
             raise GameNotFoundError(
                 f"game {name!r} is offered by an installed package ({offered[name].value}), which failed to load: "
                 f"{type(error).__name__}: {error}; reinstall or fix that package"
@@ -226,7 +226,7 @@ def _load_source(source: str, *, what: str = "game", example: str = "hex5:make_h
         module = _import_file(module_name) if module_name.endswith(".py") else _import_module(module_name)
     except GameNotFoundError as error:
         raise GameNotFoundError(f"{what} {source!r}: {error}") from None
-    except Exception as error:  # noqa: BLE001 - an error inside the user's module: show it, chained
+    except Exception as error:
         raise GameNotFoundError(
             f"{what} {source!r}: importing {module_name} failed with {type(error).__name__}: {error}; fix that module "
             f"(python -c 'import {module_name.removesuffix('.py')}' shows the whole traceback)"

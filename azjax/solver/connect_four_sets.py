@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import functools
 import multiprocessing
 import os
 import pathlib
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -88,8 +88,12 @@ def random_position(rng: np.random.Generator, num_moves: int) -> tuple[int, ...]
             return tuple(moves)
 
 
+def _print_now(text: str) -> None:
+    print(text, flush=True)
+
+
 def generate(*, seed: int = 0, per_stratum: int = 1000, processes: int | None = None,
-             chunk: int = 256, log=functools.partial(print, flush=True)
+             chunk: int = 256, log: Callable[[str], None] | None = None
              ) -> dict[str, list[tuple[tuple[int, ...], int, np.ndarray]]]:
     """The labelled sets: {stratum: [(moves, score, outcomes int8 [7]), ...]}, `per_stratum` each.
 
@@ -121,7 +125,7 @@ def generate(*, seed: int = 0, per_stratum: int = 1000, processes: int | None = 
                                                       strict=True):
                     moves, score, _ = kept[name][index]
                     kept[name][index] = (moves, score, outcomes)
-                log(f"{stage}: " + ", ".join(f"{name} {len(kept[name])}" for name in names)
+                (log or _print_now)(f"{stage}: " + ", ".join(f"{name} {len(kept[name])}" for name in names)
                     + f" ({time.perf_counter() - start:.0f} s)")
     return kept
 

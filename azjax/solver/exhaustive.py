@@ -266,7 +266,7 @@ def lookup(solution: Solution, states: State) -> jax.Array:
     structure, expected = jax.tree.structure(states), jax.tree.structure(solution.states)
     if structure != expected:  # type: ignore[operator]  # jaxlib's PyTreeDef stub lacks __eq__
         raise ValueError(f"states of structure {structure} do not match the solution's {expected}")
-    leaves = zip(jax.tree.leaves(states), jax.tree.leaves(solution.states))
+    leaves = zip(jax.tree.leaves(states), jax.tree.leaves(solution.states), strict=True)
     shapes = [(np.shape(leaf), np.shape(table)[1:]) for leaf, table in leaves]
     batched = all(len(shape) == len(table_shape) + 1 and shape[1:] == table_shape for shape, table_shape in shapes)
     if not batched or len({shape[0] for shape, _ in shapes}) != 1:

@@ -226,9 +226,9 @@ class Report:
         rows = [f"{'':14} {title:32} {'where a mistake is possible':32}"
                 + (f" {'value accuracy':32}" if self.values else "")]
         for stratum in self.moves:
-            row = f"{stratum:14} {str(self.moves[stratum]):32} {str(self.moves_can_err[stratum]):32}"
+            row = f"{stratum:14} {self.moves[stratum]!s:32} {self.moves_can_err[stratum]!s:32}"
             if self.values:
-                row += f" {str(self.values[stratum]):32}"
+                row += f" {self.values[stratum]!s:32}"
             rows.append(row.rstrip())
         return "\n".join(rows)
 

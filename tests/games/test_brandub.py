@@ -262,7 +262,7 @@ def play(key: jax.Array, forced: jax.Array, use_forced: jax.Array, *, game: Game
     no_action = jnp.full(num_games, -1, jnp.int32)
     keys = jax.random.split(key, num_steps)
     _, (actions, later) = jax.lax.scan(move, (first, no_action, no_action), (keys, forced))
-    fields = [jnp.concatenate([a[None], b]) for a, b in zip(_compact(game, first), later)]
+    fields = [jnp.concatenate([a[None], b]) for a, b in zip(_compact(game, first), later, strict=True)]
     return Rollout(actions, *fields)
 
 
@@ -410,7 +410,7 @@ def test_random_games_reach_every_ending(played: Played) -> None:
     max_moves = played.options.get("max_moves", 200)
     for outcome in ("attackers", "defenders"):
         assert (outcome, False) in outcomes and (outcome, True) in outcomes, outcome
-    draws = [m for (o, f), m in zip(outcomes, moves) if o == "draw"]
+    draws = [m for (o, f), m in zip(outcomes, moves, strict=True) if o == "draw"]
     assert any(m < max_moves for m in draws), "no repetition draw"
     assert any(m == max_moves for m in draws), "no move-limit draw"
     boards = played.expected.board

@@ -142,8 +142,8 @@ FULL_COLUMN_A = ("O . . . . . .", "X . . . . . .", "O . . . . . .", "X . . . . .
 @pytest.mark.parametrize(
     "text",
     [
-        "\n".join(FULL_COLUMN_A + ("X . . . . . .",)),  # X to move
-        "\n".join(FULL_COLUMN_A + ("X X . . . . .",)),  # O to move
+        "\n".join((*FULL_COLUMN_A, "X . . . . . .")),  # X to move
+        "\n".join((*FULL_COLUMN_A, "X X . . . . .")),  # O to move
         board("X . . . . . ."),
     ],
 )

@@ -7,7 +7,8 @@ exact=True (exactly five win, an overline of six or more does not); the hand-mad
 
 from __future__ import annotations
 
-import jax
+import typing
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -119,7 +120,7 @@ class TestGomoku9(harness.GenericRulesTests):
 
 class TestGomoku9Exact(harness.GenericRulesTests):
     game_name = "gomoku9"
-    game_options = {"exact": True}
+    game_options: typing.ClassVar[dict] = {"exact": True}
     reference_class = Gomoku9Exact
     num_games = 2000
 

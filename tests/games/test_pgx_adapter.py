@@ -67,7 +67,7 @@ def _play_actions(keys: jax.Array, actions: jax.Array, *, game: games.Game):
         return next_states, view(next_states)
 
     _, later = jax.lax.scan(move, first, actions)
-    return tuple(jnp.concatenate([a[None], b]) for a, b in zip(view(first), later)), first
+    return tuple(jnp.concatenate([a[None], b]) for a, b in zip(view(first), later, strict=True)), first
 
 
 @pytest.mark.parametrize("env_id", ["tic_tac_toe", "connect_four"])
@@ -129,7 +129,7 @@ def test_illegal_and_out_of_range_actions_lose_and_leave_the_position(pgx) -> No
         assert bool(after.terminated), action
         np.testing.assert_array_equal(after.rewards, [1.0, -1.0])  # O (player 1) loses
         assert not np.asarray(after.legal_action_mask).any()
-        for old, new in zip(jax.tree.leaves(start.pgx_state), jax.tree.leaves(after.pgx_state)):
+        for old, new in zip(jax.tree.leaves(start.pgx_state), jax.tree.leaves(after.pgx_state), strict=True):
             np.testing.assert_array_equal(old, new)  # pgx would have played the move; azjax leaves the board
 
 
@@ -141,7 +141,7 @@ def test_finished_games_are_absorbing(pgx) -> None:
     actions = jnp.asarray([-1, *range(9), 9], jnp.int32)
     after = jax.device_get(harness.jit_step_each(game)(state, actions))
     wanted = state.replace(rewards=jnp.zeros(2, jnp.float32))
-    for old, new in zip(jax.tree.leaves(wanted), jax.tree.leaves(after)):
+    for old, new in zip(jax.tree.leaves(wanted), jax.tree.leaves(after), strict=True):
         np.testing.assert_array_equal(np.broadcast_to(old, new.shape), new)
 
 

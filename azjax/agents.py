@@ -50,6 +50,7 @@ class Analysis:
     policy: jax.Array  # [B, A] float32, its distribution over moves (visit shares, network policy, ...)
     value: jax.Array  # [B] float32, its value of the position in [-1, 1]; NaN if it has no estimate
     action_values: jax.Array  # [B, A] float32, its value of each legal move; NaN where it has none
+    visits: jax.Array | None = None  # [B, A] int32, a search's simulations per move (what decided its move), or None
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -389,13 +390,16 @@ def greedy_analysis(variables: dict, key: jax.Array, states: State, *, agent: Ag
 
 
 def alphazero_analysis(variables: dict, key: jax.Array, states: State, *, search_fn: Callable) -> Analysis:
-    """The search's move, its improved policy (visit shares for PUCT) and its root value."""
+    """The search's move, its improved policy (visit shares for PUCT), its root value, and each visited move's
+    value and visits. The move is the most visited (Gumbel MuZero: the best of the moves that survived sequential
+    halving, which have the most visits), not always the improved policy's first."""
     output = search_fn(variables, key, states, jnp.zeros(states.current_player.shape, jnp.int32))
     return Analysis(
         action=output.action,
         policy=output.policy_target,
         value=output.root_value,
-        action_values=_unknown(output.policy_target.shape),
+        action_values=output.action_values,
+        visits=output.visit_counts,
     )
 
 

@@ -162,7 +162,9 @@ def read_move(
 def describe_move(
     game: Game, name: str, analysis: Analysis, *, show_analysis: bool = True, num_candidates: int = 3
 ) -> str:
-    """'mcts:200 plays b2.' with, optionally, the agent's value and top candidates (batch element 0)."""
+    """'mcts:200 plays b2.' with, optionally, the agent's value and its candidates (batch element 0): for a search
+    that reports its visits, the most searched moves with their visits, values and improved-policy shares (the
+    move played first: the visits decided it); otherwise the agent's policy's top moves."""
     action = int(analysis.action[0])
     lines = [f"{name} plays {game.action_to_string(action)}."]
     if not show_analysis:
@@ -175,6 +177,16 @@ def describe_move(
     )
     policy = np.asarray(analysis.policy[0])
     action_values = np.asarray(analysis.action_values[0])
+    if analysis.visits is not None:  # a search: what decided the move is the visits, the move played first
+        visits = np.asarray(analysis.visits[0])
+        ranked = sorted(np.flatnonzero(visits > 0), key=lambda a: (-visits[a], a != action, -policy[a]))
+        candidates = [
+            f"{game.action_to_string(int(a))} {visits[a]} visits, value {action_values[a]:+.2f}, policy {policy[a]:.0%}"
+            for a in ranked[:num_candidates]
+        ]
+        if candidates:
+            lines.append(f"  most searched: {'; '.join(candidates)}")
+        return "\n".join(lines)
     order = [int(a) for a in np.argsort(-policy, kind="stable")[:num_candidates] if policy[a] > 0]
     candidates = []
     for a in order:

@@ -186,3 +186,47 @@ def test_cli_play_connect_four_perfect_needs_an_opening(capsys):
     assert cli.main(["play", "perfect", "--game", "connect_four"]) == 2
     err = capsys.readouterr().err
     assert "--opening-moves 10" in err and len(err.strip().splitlines()) == 1
+
+
+def test_describe_move_shows_what_decided_a_search(ttt):
+    analysis = Analysis(
+        action=jnp.array([8]),
+        policy=jnp.array([[0.1, 0, 0, 0, 0.6, 0, 0, 0, 0.3]]),
+        value=jnp.array([0.25]),
+        action_values=jnp.array([[0.5, jnp.nan, jnp.nan, jnp.nan, -0.25, jnp.nan, jnp.nan, jnp.nan, 0.75]]),
+        visits=jnp.array([[2, 0, 0, 0, 2, 0, 0, 0, 4]]),
+    )
+    assert play.describe_move(ttt, "az", analysis).splitlines()[2] == (
+        "  most searched: c3 4 visits, value +0.75, policy 30%; b2 2 visits, value -0.25, policy 60%; "
+        "a1 2 visits, value +0.50, policy 10%"
+    )
+
+
+def test_a_searching_agent_shows_the_move_it_plays_first(tiny_overrides):
+    """Gumbel MuZero plays the best move that survived sequential halving, which is not always the improved
+    policy's first: the display lists the search's moves by visits, so its first is the move played."""
+    from azjax import config as config_lib
+    from azjax.agent import make_agent
+    from azjax.networks import init_variables, make_network
+
+    config = config_lib.with_overrides(config_lib.get_config("connect_four"), {**tiny_overrides,
+                                                                               "search.num_simulations": 8})
+    game, num_positions = games.make("connect_four"), 64
+    network = make_network(config.network, game.num_actions)
+    agent = make_agent(config, init_variables(network, jax.random.key(1), game.observation_shape))
+    states = jax.vmap(game.init)(jax.random.split(jax.random.key(0), num_positions))
+    step = jax.jit(jax.vmap(game.step))
+    for move in range(6):  # random openings of 6 moves (Connect Four cannot end sooner)
+        keys = jax.random.split(jax.random.key(move + 10), num_positions)
+        actions = jax.vmap(lambda k, m: jax.random.categorical(k, jnp.where(m, 0.0, -jnp.inf)))(
+            keys, states.legal_action_mask)
+        states = step(states, actions)
+    analysis = jax.device_get(jax.jit(agents.alphazero_bot(agent).analyse)(jax.random.key(2), states))
+    disagree = 0
+    for b in range(num_positions):
+        one = jax.tree.map(lambda x: x[b:b + 1], analysis)
+        shown = play.describe_move(game, "az", one).splitlines()
+        played = game.action_to_string(int(one.action[0]))
+        assert shown[0] == f"az plays {played}." and shown[2].startswith(f"  most searched: {played} ")
+        disagree += int(np.argmax(one.policy[0])) != int(one.action[0])
+    assert disagree > 0  # positions where the improved policy's first move is not the one played exist

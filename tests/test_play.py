@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import itertools
+import operator
 import random
 
 import jax
@@ -224,7 +225,7 @@ def test_a_searching_agent_shows_the_move_it_plays_first(tiny_overrides):
     analysis = jax.device_get(jax.jit(agents.alphazero_bot(agent).analyse)(jax.random.key(2), states))
     disagree = 0
     for b in range(num_positions):
-        one = jax.tree.map(lambda x: x[b:b + 1], analysis)
+        one = jax.tree.map(operator.itemgetter(slice(b, b + 1)), analysis)
         shown = play.describe_move(game, "az", one).splitlines()
         played = game.action_to_string(int(one.action[0]))
         assert shown[0] == f"az plays {played}." and shown[2].startswith(f"  most searched: {played} ")

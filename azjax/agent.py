@@ -18,7 +18,7 @@ import jax.numpy as jnp
 
 from azjax import checkpointing, games
 from azjax.config import Config, SearchConfig
-from azjax.networks import AlphaZeroNetwork, make_network
+from azjax.networks import AlphaZeroNetwork, inference_fn, make_network
 from azjax.search import evaluate_states, make_search_fn
 
 
@@ -75,13 +75,13 @@ class Agent:
 
 @functools.partial(jax.jit, static_argnums=(0, 1))
 def _policy_value(network, game, variables, states):
-    apply_fn = functools.partial(network.apply, train=False)
+    apply_fn = inference_fn(network)
     return evaluate_states(apply_fn, variables, game, states)
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1, 2))
 def _search_action(network, game, search_config, variables, key, states):
-    search_fn = make_search_fn(game, functools.partial(network.apply, train=False), search_config)
+    search_fn = make_search_fn(game, inference_fn(network), search_config)
     move_number = jnp.zeros(states.current_player.shape, jnp.int32)
     return search_fn(variables, key, states, move_number).action
 

@@ -24,7 +24,8 @@ the Elo fit weighs each pairing by its distinct games. Draws make the real sprea
 the interval is conservative. The Elo difference is -400 log10(1/score - 1), the
 logistic Elo model's rating gap at that expected score; its interval maps the score interval's ends. A round robin
 is fitted by maximum likelihood under the Bradley-Terry (logistic Elo) model, draws counted as half a win and
-half a loss, with the first `random` agent (else the first agent) anchored at 0; see `fit_elo`.
+half a loss, with the first `random` agent (else the first agent) anchored at 0; see `azjax.ratings.fit_elo`
+(the intervals and the Elo model live in `azjax.ratings`).
 """
 
 from __future__ import annotations
@@ -40,13 +41,14 @@ import numpy as np
 from flax import struct
 from jax.sharding import Mesh, PartitionSpec
 
-from azjax.agents import Bot, random_analysis
+from azjax.bots import Bot, random_analysis
 from azjax.games import Game, State
 from azjax.parallel import DATA_AXIS
+from azjax.ratings import Z_95, EloFit, elo_from_score, fit_elo, wilson_interval
+from azjax.ratings import expected_score as expected_score  # re-exported: azjax.arena was its first home
 
 AgentFn = Callable[[jax.Array, State], jax.Array]  # (key, states [B]) -> actions [B] int32
 
-Z_95 = 1.959963984540054  # the standard normal's 97.5% quantile
 OPENING_CANDIDATES = 4  # openings played per pair of games, among which distinct ones are chosen
 
 
@@ -55,8 +57,7 @@ def random_agent(key: jax.Array, states: State) -> jax.Array:
     return random_analysis(key, states).action
 
 
-@struct.dataclass
-class Games:
+class Games(struct.PyTreeNode):
     """The outcome of a batch of N games between agents A and B, from A's side."""
 
     outcome: jax.Array  # [N] float32: +1 A won, 0 draw, -1 A lost
@@ -65,8 +66,7 @@ class Games:
     moves: jax.Array  # [N, game.max_length] int32: the actions played in order, the opening's first; -1 after
 
 
-@struct.dataclass
-class _Match:
+class _Match(struct.PyTreeNode):
     states: State  # [N]
     returns: jax.Array  # [N, 2] float32, rewards summed per player id
     length: jax.Array  # [N] int32
@@ -255,30 +255,6 @@ def play_games(
 # Statistics
 
 
-def wilson_interval(score: float, num_games: int, z: float = Z_95) -> tuple[float, float]:
-    """Wilson's score interval for a proportion `score` observed over `num_games` trials (95% by default)."""
-    if num_games <= 0:
-        return 0.0, 1.0
-    n = num_games
-    centre = (score + z * z / (2 * n)) / (1 + z * z / n)
-    half = z / (1 + z * z / n) * math.sqrt(score * (1 - score) / n + z * z / (4 * n * n))
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def elo_from_score(score: float) -> float:
-    """The Elo difference whose expected score is `score`: -400 log10(1/score - 1); +-inf at 1 and 0."""
-    if score >= 1.0:
-        return math.inf
-    if score <= 0.0:
-        return -math.inf
-    return -400.0 * math.log10(1.0 / score - 1.0)
-
-
-def expected_score(elo_difference: float | np.ndarray) -> float | np.ndarray:
-    """The logistic Elo model: the expected score of a player rated `elo_difference` above its opponent."""
-    return 1.0 / (1.0 + 10.0 ** (-np.asarray(elo_difference) / 400.0))
-
-
 @dataclasses.dataclass(frozen=True)
 class MatchResult:
     """A match between agents A and B, from A's side."""
@@ -377,109 +353,6 @@ def play(
 
 # --------------------------------------------------------------------------------------------------------------
 # Elo
-
-
-@dataclasses.dataclass(frozen=True)
-class EloFit:
-    """Bradley-Terry ratings of K agents."""
-
-    ratings: np.ndarray  # [K] Elo, the anchor at 0
-    standard_errors: np.ndarray  # [K] of each rating relative to the anchor (0 for the anchor)
-    anchor: int
-
-
-def fit_elo(
-    scores: np.ndarray,
-    games: np.ndarray,
-    *,
-    anchor: int = 0,
-    prior_draws: float = 0.0,
-    max_iterations: int = 100,
-) -> EloFit:
-    """Maximum-likelihood Elo ratings under the Bradley-Terry model on the logistic Elo scale.
-
-    P(i beats j) = 1 / (1 + 10^((r_j - r_i) / 400)); a draw counts as half a win and half a loss, so the log
-    likelihood is sum_{i != j} scores[i, j] * log P(i beats j). It is concave in the ratings; Newton's method
-    maximises it with `ratings[anchor]` fixed at 0.
-
-    Args:
-      scores: [K, K], points agent i scored against agent j (wins + draws / 2); the diagonal is ignored.
-      games: [K, K] symmetric, games played between i and j.
-      anchor: the agent rated 0.
-      prior_draws: virtual draws added to every pair that played. They keep every rating finite when an agent
-        won (or lost) all its games; 0 gives the plain maximum-likelihood fit.
-    Returns:
-      The ratings and their standard errors (from the inverse Hessian, relative to the anchor). Without prior
-      draws, an agent that won every game it played (among the agents not already set aside) is rated +inf and
-      one that lost every game -inf, with standard error NaN; the rest are fitted among themselves.
-    """
-    scores = np.asarray(scores, np.float64).copy()
-    games = np.asarray(games, np.float64).copy()
-    num_agents = scores.shape[0]
-    np.fill_diagonal(scores, 0.0)
-    np.fill_diagonal(games, 0.0)
-    played = games > 0
-    scores += 0.5 * prior_draws * played
-    games += prior_draws * played
-    sign = _unbounded(scores, games)
-    ratings = np.zeros(num_agents)
-    errors = np.zeros(num_agents)
-    finite = np.flatnonzero(sign == 0)
-    if finite.size:
-        base = anchor if sign[anchor] == 0 else int(finite[0])
-        ratings[finite], errors[finite] = _newton(scores[np.ix_(finite, finite)], games[np.ix_(finite, finite)],
-                                                  int(np.flatnonzero(finite == base)[0]), max_iterations)
-        if sign[anchor] != 0:  # the anchor won or lost everything: every finite agent is infinitely far from it
-            ratings[finite], errors[finite] = -sign[anchor] * np.inf, np.nan
-    ratings = np.where(sign != 0, np.copysign(np.inf, sign), ratings)
-    errors = np.where(sign != 0, np.nan, errors)
-    if sign[anchor] != 0:
-        ratings[anchor], errors[anchor] = 0.0, 0.0
-    return EloFit(ratings=ratings, standard_errors=errors, anchor=anchor)
-
-
-def _unbounded(scores: np.ndarray, games: np.ndarray) -> np.ndarray:
-    """[K] +1 for agents that won every game they played, -1 for those that lost every one, 0 for the rest;
-    repeated after setting those aside, since an agent may be unbeaten only by the remaining ones."""
-    sign = np.zeros(scores.shape[0], np.int64)
-    while True:
-        rest = sign == 0
-        total = (games * rest[None, :]).sum(axis=1)
-        points = (scores * rest[None, :]).sum(axis=1)
-        new = rest & (total > 0) & ((points >= total) | (points <= 0))
-        if not new.any() or new.sum() == rest.sum():
-            return sign
-        sign[new & (points >= total)] = 1
-        sign[new & (points <= 0)] = -1
-
-
-def _newton(scores: np.ndarray, games: np.ndarray, anchor: int, max_iterations: int) -> tuple[np.ndarray, np.ndarray]:
-    """Newton's method on the Bradley-Terry log likelihood: ratings [K] with ratings[anchor] = 0, and standard
-    errors [K] from the inverse of the negative Hessian."""
-    scale = math.log(10.0) / 400.0
-    num_agents = scores.shape[0]
-    free = np.array([i for i in range(num_agents) if i != anchor], np.int64)
-    ratings = np.zeros(num_agents)
-
-    def gradient_hessian(r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        p = 1.0 / (1.0 + np.exp(-scale * (r[:, None] - r[None, :])))  # P(i beats j)
-        gradient = scale * np.sum(scores - games * p, axis=1)
-        weights = scale * scale * games * p * p.T
-        return gradient, weights - np.diag(weights.sum(axis=1))
-
-    errors = np.zeros(num_agents)
-    if free.size == 0:
-        return ratings, errors
-    for _ in range(max_iterations):
-        gradient, hessian = gradient_hessian(ratings)
-        step = np.linalg.lstsq(-hessian[np.ix_(free, free)], gradient[free], rcond=None)[0]
-        ratings[free] += np.clip(step, -400.0, 400.0)  # damped: the quadratic model is poor far from the optimum
-        if np.max(np.abs(step)) < 1e-9:
-            break
-    _, hessian = gradient_hessian(ratings)
-    covariance = np.linalg.pinv(-hessian[np.ix_(free, free)])
-    errors[free] = np.sqrt(np.maximum(np.diag(covariance), 0.0))
-    return ratings, errors
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Orbax checkpoints of a run and of exported models, with the config as readable JSON beside them.
 
-A run directory (`azjax train --out DIR`)::
+A run directory (`azjax train --out DIR`; its own files, config.json and metrics.jsonl, in `azjax.rundir`)::
 
     config.json                 the run's config, readable (and accepted by `azjax train --config`)
     metrics.jsonl               one JSON record per iteration
@@ -36,9 +36,13 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from azjax import config as config_lib
+from azjax.rundir import CONFIG_FILE, CheckpointError, fsync_dir, game_unavailable, read_config
+from azjax.rundir import metrics_path as metrics_path  # re-exported: the run directory's files
+from azjax.rundir import read_metrics as read_metrics
+from azjax.rundir import truncate_metrics as truncate_metrics
+from azjax.rundir import write_config as write_config
 from azjax.training import RunState, init_run_state
 
-CONFIG_FILE = "config.json"
 CHECKPOINT_DIR = "checkpoints"
 EXPORT_FILE = "export.json"
 MANIFEST_FILE = "manifest.json"
@@ -56,45 +60,8 @@ STRUCTURAL_FIELDS = ("game", "seed", "network.", "selfplay.num_games", "train.re
 _TEMPORARY_MARKERS = (".orbax-checkpoint-tmp", ".deleting", ".tmp-", ".staging")
 
 
-class CheckpointError(RuntimeError):
-    """A run directory, export or checkpoint cannot be used; the message says why and what to do."""
-
-
 # ------------------------------------------------------------------------------------------------------------
-# Configs and metrics files
-
-
-def write_config(run_dir: Path, config: config_lib.Config) -> None:
-    """Writes `config.json` into the run directory (creating it), atomically."""
-    Path(run_dir).mkdir(parents=True, exist_ok=True)
-    _write_text_atomic(Path(run_dir) / CONFIG_FILE, config_lib.to_json(config) + "\n")
-
-
-def read_config(run_dir: Path) -> config_lib.Config:
-    """The config of a run (or export) directory, validated; CheckpointError if missing or invalid."""
-    run_dir = Path(run_dir)
-    path = run_dir / CONFIG_FILE
-    if not run_dir.is_dir():
-        raise CheckpointError(f"{run_dir} is not a directory; pass the --out directory of a training run")
-    if not path.is_file():
-        raise CheckpointError(f"{run_dir} has no {CONFIG_FILE}; is it the directory of an azjax training run?")
-    try:
-        return config_lib.from_json(path.read_text())
-    except (OSError, UnicodeDecodeError) as error:
-        raise CheckpointError(f"cannot read {path}: {error}") from None
-    except config_lib.UnknownGameError as error:
-        raise _game_unavailable(run_dir, error) from None
-    except config_lib.ConfigError as error:
-        raise CheckpointError(f"{path} is not a valid azjax config: {error}; fix or restore that file") from None
-
-
-def _game_unavailable(run_dir: Path, error: config_lib.UnknownGameError) -> CheckpointError:
-    """The error for a run (or export) whose files are fine but whose game cannot be loaded in this process."""
-    return CheckpointError(
-        f"{run_dir} holds a run of a game that cannot be loaded here ({str(error).removeprefix('game: ')}); its "
-        "files are untouched: make the game importable (run the command where its module is, or set PYTHONPATH) "
-        "and try again"
-    )
+# Configs of checkpoints
 
 
 def compare_configs(saved: config_lib.Config, requested: config_lib.Config) -> tuple[list[str], list[str]]:
@@ -114,36 +81,6 @@ def compare_configs(saved: config_lib.Config, requested: config_lib.Config) -> t
         is_structural = any(name == f or (f.endswith(".") and name.startswith(f)) for f in STRUCTURAL_FIELDS)
         (structural if is_structural else other).append(line)
     return structural, other
-
-
-def metrics_path(run_dir: Path) -> Path:
-    """Where a run's per-iteration metrics go (JSON lines)."""
-    return Path(run_dir) / "metrics.jsonl"
-
-
-def read_metrics(run_dir: Path) -> list[dict]:
-    """Every record of a run's metrics log (a line cut short by a killed process is skipped)."""
-    path = metrics_path(run_dir)
-    if not path.is_file():
-        return []
-    records = []
-    for line in path.read_text().splitlines():
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(record, dict):
-            records.append(record)
-    return records
-
-
-def truncate_metrics(run_dir: Path, last_iteration: int) -> None:
-    """Drops the metrics records after `last_iteration` (iterations a resumed run will redo)."""
-    path = metrics_path(run_dir)
-    if not path.is_file():
-        return
-    kept = [r for r in read_metrics(run_dir) if 0 < r.get("iteration", 0) <= last_iteration]
-    _write_text_atomic(path, "".join(json.dumps(r) + "\n" for r in kept))
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -218,7 +155,7 @@ class CheckpointManager:
         try:
             return config_lib.from_dict(saved)
         except config_lib.UnknownGameError as error:
-            raise _game_unavailable(self.run_dir, error) from None
+            raise game_unavailable(self.run_dir, error) from None
         except config_lib.ConfigError as error:
             raise self._unreadable(step, f"its saved config is invalid ({error})") from None
 
@@ -257,7 +194,7 @@ class CheckpointManager:
             checkpointer.save(staging.absolute(), args=args)
         _write_manifest(staging)
         staging.rename(path)
-        _fsync_dir(self.directory)
+        fsync_dir(self.directory)
         self._meta[step] = meta
         self._prune()
         return path
@@ -629,31 +566,6 @@ def _first_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     line = text[0] if text else type(error).__name__
     return line if len(line) <= 300 else line[:297] + "..."
-
-
-def _write_text_atomic(path: Path, text: str) -> None:
-    """Writes a file so that readers see the old or the new content, never a part."""
-    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(temporary, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(temporary, path)
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(path: Path) -> None:
-    """Makes a rename inside `path` durable (where the platform allows it)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _remove_dir(path: Path) -> None:

@@ -201,11 +201,11 @@ def _add_eval_and_play(commands) -> None:
 
 def _game_for(specs: list[str], requested: str | None):
     """The game the agents play: --game, else the one their run directories were trained on."""
-    from azjax import agents, games
+    from azjax import bots, games
 
     trained = {}
     for spec in specs:
-        name = agents.game_of_spec(spec)
+        name = bots.game_of_spec(spec)
         if name is not None:
             trained[spec] = name
     if requested is not None:
@@ -213,12 +213,12 @@ def _game_for(specs: list[str], requested: str | None):
         games.check_known(requested)
     if len(set(trained.values())) > 1:
         listed = ", ".join(f"{spec} ({name})" for spec, name in trained.items())
-        raise agents.SpecError(f"the agents were trained on different games: {listed}")
+        raise bots.SpecError(f"the agents were trained on different games: {listed}")
     return games.make(requested or next(iter(trained.values()), "tic_tac_toe"))
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from azjax import agents, arena, parallel
+    from azjax import arena, bots, parallel
 
     parallel.expose_cpu_cores(args.devices)  # before jax starts its backend
     import jax
@@ -226,52 +226,52 @@ def _eval(args: argparse.Namespace) -> int:
     if args.positions:
         return _judge_on_positions(args)
     if len(args.agents) < 2:
-        raise agents.SpecError("give at least two agents to play each other (or one with --positions)")
+        raise bots.SpecError("give at least two agents to play each other (or one with --positions)")
     if args.games < 2 or args.games % 2:
-        raise agents.SpecError(f"--games must be even and >= 2 (half in each seat), got {args.games}")
+        raise bots.SpecError(f"--games must be even and >= 2 (half in each seat), got {args.games}")
     if args.opening_moves < 0 or (args.simulations is not None and args.simulations < 1):
-        raise agents.SpecError("--opening-moves must be >= 0 and --simulations >= 1")
+        raise bots.SpecError("--opening-moves must be >= 0 and --simulations >= 1")
     try:
         devices = parallel.choose_devices(args.devices, {"--games / 2": args.games // 2})
     except ValueError as error:
-        raise agents.SpecError(str(error)) from None
+        raise bots.SpecError(str(error)) from None
     mesh = parallel.make_mesh(devices) if len(devices) > 1 else None
     game = _game_for(args.agents, args.game)
     if game.name == "connect_four" and args.opening_agent.strip() == "perfect":
-        raise agents.SpecError("Connect Four's perfect player cannot play the openings (the first positions take "
+        raise bots.SpecError("Connect Four's perfect player cannot play the openings (the first positions take "
                                "minutes to solve): use --opening-agent random")
     _check_connect_four_perfect(game, args.agents, args.opening_moves)
     perfect = None  # solved once, shared by every use of "perfect"
-    bots = []
+    players = []
     for spec in [*args.agents, args.opening_agent]:
         if spec.strip() == "perfect" and perfect is not None:
-            bots.append(perfect)
+            players.append(perfect)
             continue
-        bot = agents.make_bot(spec, game, num_simulations=args.simulations, policy=args.search_policy)
+        bot = bots.make_bot(spec, game, num_simulations=args.simulations, policy=args.search_policy)
         perfect = bot if spec.strip() == "perfect" else perfect
-        bots.append(bot)
-    *bots, opening = bots
-    names = [bot.name for bot in bots]
-    bots = [  # the same spec twice: number the copies so that the table can tell them apart
+        players.append(bot)
+    *players, opening = players
+    names = [bot.name for bot in players]
+    players = [  # the same spec twice: number the copies so that the table can tell them apart
         dataclasses.replace(bot, name=f"{bot.name}#{names[:i].count(bot.name) + 1}") if names.count(bot.name) > 1
         else bot
-        for i, bot in enumerate(bots)
+        for i, bot in enumerate(players)
     ]
     opening_text = (
         f", openings of {args.opening_moves} moves by {opening.name}" if args.opening_moves else ", no openings"
     )
     on_devices = f", on {len(devices)} {devices[0].platform} devices" if mesh is not None else ""
     print(
-        f"{game.name}: {len(bots)} agents, {args.games} games per pairing ({args.games // 2} in each seat)"
+        f"{game.name}: {len(players)} agents, {args.games} games per pairing ({args.games // 2} in each seat)"
         f"{opening_text}{on_devices}.",
         flush=True,
     )
-    width = max(12, *(len(bot.name) for bot in bots))
+    width = max(12, *(len(bot.name) for bot in players))
     print(arena.match_header(width), flush=True)
     table = arena.round_robin(
         jax.random.key(args.seed),
         game,
-        bots,
+        players,
         args.games,
         opening_moves=args.opening_moves,
         opening_agent=opening.act,
@@ -290,11 +290,11 @@ def _eval(args: argparse.Namespace) -> int:
 
 def _check_connect_four_perfect(game, specs: list[str], opening_moves: int) -> None:
     """Connect Four's perfect player answers from CONNECT_FOUR_PERFECT_MIN_STONES stones on: say so up front."""
-    from azjax import agents
+    from azjax import bots
 
-    minimum = agents.CONNECT_FOUR_PERFECT_MIN_STONES
+    minimum = bots.CONNECT_FOUR_PERFECT_MIN_STONES
     if game.name == "connect_four" and "perfect" in [spec.strip() for spec in specs] and opening_moves < minimum:
-        raise agents.SpecError(
+        raise bots.SpecError(
             f"Connect Four's perfect player answers positions of {minimum} or more stones in about a second on "
             f"average, earlier ones take minutes: give --opening-moves {minimum} (or more)"
         )
@@ -303,18 +303,18 @@ def _check_connect_four_perfect(game, specs: list[str], opening_moves: int) -> N
 def _judge_on_positions(args: argparse.Namespace) -> int:
     import jax
 
-    from azjax import agents, evaluation
+    from azjax import bots, evaluation
     from azjax.solver import positions
 
     game = _game_for(args.agents, args.game)
     labelled = positions.load(game.name)
     if labelled is None:
-        raise agents.SpecError(f"{game.name} has no labelled positions to judge agents on (tic_tac_toe and "
+        raise bots.SpecError(f"{game.name} has no labelled positions to judge agents on (tic_tac_toe and "
                                "connect_four have; see azjax.solver.positions.register for your own game)")
     print(f"{game.name}: {len(args.agents)} agent(s) judged on {labelled.num_positions} solved positions.", flush=True)
     results = {}
     for spec in args.agents:
-        bot = agents.make_bot(spec, game, num_simulations=args.simulations, policy=args.search_policy)
+        bot = bots.make_bot(spec, game, num_simulations=args.simulations, policy=args.search_policy)
         report = evaluation.judge_bot(jax.random.key(args.seed), bot, labelled)
         print(f"\n{bot.name}:\n{report.format()}", flush=True)
         results[bot.name] = report.to_dict()
@@ -329,16 +329,16 @@ def _play(args: argparse.Namespace) -> int:
 
     import jax
 
-    from azjax import agents, play
+    from azjax import bots, play
 
     game = _game_for([args.agent], args.game)
     if args.simulations is not None and args.simulations < 1:
-        raise agents.SpecError("--simulations must be >= 1")
+        raise bots.SpecError("--simulations must be >= 1")
     if args.opening_moves < 0:
-        raise agents.SpecError("--opening-moves must be >= 0")
+        raise bots.SpecError("--opening-moves must be >= 0")
     _check_connect_four_perfect(game, [args.agent], args.opening_moves)
     print(f"Loading {args.agent} ...", flush=True)
-    bot = agents.make_bot(args.agent, game, num_simulations=args.simulations, policy=args.search_policy)
+    bot = bots.make_bot(args.agent, game, num_simulations=args.simulations, policy=args.search_policy)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     first = {"you": 0, "agent": 1, "random": None}[args.first]
     human_player = first if first is not None else random.Random(seed).randrange(2)
@@ -352,10 +352,10 @@ def _play(args: argparse.Namespace) -> int:
 
 
 def _config_from_args(args: argparse.Namespace):
-    from azjax import checkpointing
     from azjax import config as config_lib
+    from azjax import rundir
 
-    run_config = None if args.out is None else args.out / checkpointing.CONFIG_FILE
+    run_config = None if args.out is None else args.out / rundir.CONFIG_FILE
     game, preset = args.game or "tic_tac_toe", args.preset or "cpu"
     if args.config is not None:
         origin = f"from {args.config}"
@@ -368,7 +368,7 @@ def _config_from_args(args: argparse.Namespace):
         except config_lib.ConfigError as error:
             raise config_lib.ConfigError(f"--config {args.config}: {error}") from None
     elif args.game is None and args.preset is None and run_config is not None and run_config.is_file():
-        config = checkpointing.read_config(args.out)  # resuming: the run's own settings, then any overrides
+        config = rundir.read_config(args.out)  # resuming: the run's own settings, then any overrides
         origin = f"the run's own, from {run_config}"
     else:
         config = config_lib.get_config(game, preset)
@@ -514,8 +514,8 @@ def use_compile_cache(disabled: bool = False) -> Path | None:
 
     if setting:
         directory = Path(setting).expanduser()
-    elif jax.config.jax_compilation_cache_dir:
-        return Path(jax.config.jax_compilation_cache_dir)  # the user's own choice, through jax's variable
+    elif user_choice := jax.config.jax_compilation_cache_dir:  # type: ignore[attr-defined]  # a runtime flag
+        return Path(user_choice)  # the user's own choice, through jax's variable
     else:
         base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
         directory = Path(base) / "azjax" / "jax"
@@ -528,7 +528,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command in ("train", "eval", "play"):
         use_compile_cache(args.no_compile_cache)
-    from azjax.agents import SpecError
+    from azjax.bots import SpecError
     from azjax.checkpointing import CheckpointError
     from azjax.config import ConfigError
     from azjax.games import GameNotFoundError

@@ -486,7 +486,7 @@ def from_dict(data: dict[str, Any]) -> Config:
     if not isinstance(data, dict):
         raise ConfigError(f"a config must be a JSON object, got {type(data).__name__}")
     flat: dict[str, Any] = {}
-    sections = {f.name for f in dataclasses.fields(Config) if dataclasses.is_dataclass(f.default_factory)}  # type: ignore[arg-type]
+    sections = {f.name for f in dataclasses.fields(Config) if dataclasses.is_dataclass(f.default_factory)}
     for key, value in data.items():
         if key in sections:
             if not isinstance(value, dict):

@@ -2,8 +2,8 @@
 training (`make_evaluator`).
 
 An agent here is any function `(key, states [B]) -> actions [B]` (jittable), e.g. `Agent.act` with its options
-bound, `solver.perfect_agent(solution)` or a baseline's `agents.Bot.act`. The arena with confidence intervals, Elo
-and round robins is `azjax.arena`; the baseline agents are `azjax.agents`.
+bound, `solver.perfect_agent(solution)` or a baseline's `bots.Bot.act`. The arena with confidence intervals, Elo
+and round robins is `azjax.arena`; the baseline agents are `azjax.bots`.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
-from azjax import agents as agents_lib
 from azjax import arena, games, parallel
+from azjax import bots as bots_lib
 from azjax import solver as solver_lib
 from azjax.agent import make_agent
 from azjax.arena import random_agent
@@ -116,14 +116,14 @@ def head_to_head(
 
 def default_opponents(game_name: str) -> tuple[str, ...]:
     """The baselines a run of `game_name` is measured against while it trains (agent specs, see
-    `agents.make_bot`): random, one-ply tactics and UCT with 100 simulations, plus the perfect player for
+    `bots.make_bot`): random, one-ply tactics and UCT with 100 simulations, plus the perfect player for
     tic-tac-toe."""
     opponents = ("random", "onestep", "mcts:100")
     return (*opponents, "perfect") if game_name == "tic_tac_toe" else opponents
 
 
 def judge_bot(
-    key: jax.Array, bot: agents_lib.Bot, labelled: positions_lib.LabelledPositions, *, batch_size: int = 1024
+    key: jax.Array, bot: bots_lib.Bot, labelled: positions_lib.LabelledPositions, *, batch_size: int = 1024
 ) -> positions_lib.Report:
     """Judges any agent on labelled positions (`azjax.solver.positions`): the share of positions where its move
     keeps the game-theoretic outcome, per stratum, and, where it gives values (for the player to move), the share
@@ -176,7 +176,7 @@ def make_evaluator(
     game = games.make(config.game)
     specs = tuple(opponents) if opponents is not None else default_opponents(config.game)
     solution = solver_lib.solve(game) if "perfect" in specs else None
-    bots = [agents_lib.make_bot(spec, game, solution=solution) for spec in specs]
+    bots = [bots_lib.make_bot(spec, game, solution=solution) for spec in specs]
     names = ["eval/" + spec.replace(":", "") for spec in specs]
     if mesh is not None:
         mesh = parallel.mesh_for(num_games // 2, devices=list(mesh.devices.flat))
@@ -222,14 +222,14 @@ def _evaluate(
     *,
     config: Config,
     game: Game,
-    bots: tuple[agents_lib.Bot, ...],
+    bots: tuple[bots_lib.Bot, ...],
     names: tuple[str, ...],
     num_games: int,
     num_simulations: int | None,
     mesh: Mesh | None,
 ) -> dict[str, jax.Array]:
     agent = make_agent(config, variables)
-    player = agents_lib.alphazero_bot(agent, num_simulations=num_simulations)
+    player = bots_lib.alphazero_bot(agent, num_simulations=num_simulations)
     results = {}
     for match_key, name, bot in zip(jax.random.split(key, len(bots)), names, bots, strict=True):
         outcome = arena.run_games(match_key, game, player.act, bot.act, num_games, mesh=mesh).outcome

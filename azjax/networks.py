@@ -16,6 +16,7 @@ keep XLA's own gradient.
 from __future__ import annotations
 
 import functools
+import typing
 from collections.abc import Callable
 
 import jax
@@ -96,7 +97,7 @@ def conv_with_matmul_grad(
         == jax.lax.conv_dimension_numbers(lhs.shape, rhs.shape, _NHWC)
     )
     if not simple:
-        return plain(lhs, rhs)
+        return plain(lhs=lhs, rhs=rhs)
     if isinstance(padding, str):
         padding = jax.lax.padtype_to_pads(lhs.shape[1:3], rhs.shape[:2], (1, 1), padding)
     padding = tuple((int(lo), int(hi)) for lo, hi in padding)
@@ -157,6 +158,15 @@ class AlphaZeroNetwork(nn.Module):
         value = nn.relu(nn.Dense(self.value_hidden, dtype=self.dtype)(value))
         value = jnp.tanh(nn.Dense(1, dtype=self.dtype)(value))[:, 0]
         return logits.astype(jnp.float32), value.astype(jnp.float32)
+
+
+ApplyFn = Callable[[dict, jax.Array], tuple[jax.Array, jax.Array]]
+"""A network in inference mode: (variables, observations [B, ...]) -> (logits [B, A], value [B])."""
+
+
+def inference_fn(network: nn.Module) -> ApplyFn:
+    """`network` in inference mode (batch norm from its running statistics), as the search and agents call it."""
+    return typing.cast(ApplyFn, functools.partial(network.apply, train=False))  # flax types apply's result loosely
 
 
 def make_network(config: NetworkConfig, num_actions: int) -> AlphaZeroNetwork:

@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from azjax.agents import Analysis, Bot
+from azjax.bots import Analysis, Bot
 from azjax.games import Game, State
 
 QUIT_WORDS = ("quit", "q", "exit")
@@ -51,7 +51,7 @@ def play_game(
 
     Args:
       game: any registered game.
-      bot: the opponent (see `agents.make_bot`).
+      bot: the opponent (see `bots.make_bot`).
       human_player: the person's player id: 0 moves first, 1 second.
       key: randomness for the agent (and the game's start); default: a fixed key.
       input_fn: prompt -> the person's line (default `input`, echoing lines read from a pipe); EOFError or
@@ -90,10 +90,11 @@ def play_game(
     while not bool(state.terminated):
         output_fn(game.render(state))
         if int(state.current_player) == human_player:
-            action = read_move(game, state, input_fn, output_fn)
-            if action is None:
+            typed = read_move(game, state, input_fn, output_fn)
+            if typed is None:
                 output_fn("You quit the game.")
                 return GameRecord(moves, human_player, None, state)
+            action = typed
         else:
             batch = jax.tree.map(lambda x: x[None], state)
             analysis = jax.device_get(analyse(jax.random.fold_in(agent_key, len(moves)), batch))

@@ -16,8 +16,7 @@ from flax import struct
 from azjax.games import Game
 
 
-@struct.dataclass
-class Batch:
+class Batch(struct.PyTreeNode):
     """Training positions; every array is [N, ...]."""
 
     observation: jax.Array  # [N, *obs] float32, from the side to move
@@ -25,8 +24,7 @@ class Batch:
     value_target: jax.Array  # [N] float32, the game's outcome for the player to move
 
 
-@struct.dataclass
-class ReplayBuffer:
+class ReplayBuffer(struct.PyTreeNode):
     """A ring buffer of `capacity` positions; the oldest are overwritten first."""
 
     data: Batch  # [capacity, ...]

@@ -29,13 +29,12 @@ from flax import struct
 
 from azjax.config import SearchConfig
 from azjax.games import Game, State
+from azjax.networks import ApplyFn
 
 # A network applied to a batch of observations: (variables, obs [B, ...]) -> (logits [B, A], value [B]).
-ApplyFn = Callable[[dict, jax.Array], tuple[jax.Array, jax.Array]]
 
 
-@struct.dataclass
-class SearchOutput:
+class SearchOutput(struct.PyTreeNode):
     """The result of searching a batch of B root states."""
 
     action: jax.Array  # [B] int32, the move to play

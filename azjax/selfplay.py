@@ -27,8 +27,7 @@ from azjax.games.base import random_opening
 from azjax.search import SearchOutput
 
 
-@struct.dataclass
-class SelfPlayState:
+class SelfPlayState(struct.PyTreeNode):
     """The B games in progress, carried across iterations."""
 
     game_state: State  # batched [B] game states, never terminal
@@ -38,8 +37,7 @@ class SelfPlayState:
     pending: jax.Array  # [B] int32, positions of the game in progress already in replay, awaiting its outcome
 
 
-@struct.dataclass
-class Trajectory:
+class Trajectory(struct.PyTreeNode):
     """What T steps of B games recorded; every array is [T, B, ...]."""
 
     observation: jax.Array  # [T, B, *obs] float32, from the side to move
@@ -167,8 +165,7 @@ def _expand(mask: jax.Array, like: jax.Array) -> jax.Array:
     return mask.reshape(mask.shape + (1,) * (like.ndim - mask.ndim))
 
 
-@struct.dataclass
-class ValueTargets:
+class ValueTargets(struct.PyTreeNode):
     """The outcomes a trajectory [T, B] reveals, all per player id or for the player to move."""
 
     value_target: jax.Array  # [T, B] float32, the outcome for the position's player to move (+1 win, -1 loss)

@@ -23,7 +23,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from azjax import checkpointing, evaluation, parallel
+from azjax import checkpointing, evaluation, parallel, rundir
 from azjax.config import Config, ConfigError
 from azjax.training import RunState, init_run_state, make_train_iteration, shard_run_state, split_batches
 
@@ -119,8 +119,8 @@ def train(
         if mesh is not None:
             run_state = shard_run_state(run_state, mesh)
             log(f"Data parallel over {len(devices)} devices ({devices[0].platform}).")
-        checkpointing.write_config(run_dir, config)
-        checkpointing.truncate_metrics(run_dir, start_iteration)  # iterations after the checkpoint are redone
+        rundir.write_config(run_dir, config)
+        rundir.truncate_metrics(run_dir, start_iteration)  # iterations after the checkpoint are redone
         if start_iteration >= config.num_iterations:
             log(f"{run_dir} has already trained {start_iteration} iterations; pass more --iterations to go on.")
             return TrainResult(run_state, [], resumed_from, "iterations", checkpoints.latest_step())
@@ -140,9 +140,9 @@ def train(
                     break
                 if max_seconds:  # the schedule spans what remained of it when this session began
                     spent = min((time.perf_counter() - start) / max_seconds, 1.0)
-                    progress = np.float32(time_start + (1.0 - time_start) * spent)
+                    time_progress = np.float32(time_start + (1.0 - time_start) * spent)
                     run_state = run_state.replace(
-                        time_progress=jax.device_put(progress, run_state.time_progress.sharding))
+                        time_progress=jax.device_put(time_progress, run_state.time_progress.sharding))
                 tick = time.perf_counter()
                 run_state, metrics = iteration_fn(run_state)
                 metrics = {name: float(value) for name, value in jax.device_get(metrics).items()}
@@ -351,7 +351,7 @@ def _evaluate(
 
 
 def _log_record(run_dir: Path, writer, record: dict) -> None:
-    with checkpointing.metrics_path(run_dir).open("a") as f:
+    with rundir.metrics_path(run_dir).open("a") as f:
         f.write(json.dumps(record) + "\n")
     if writer is not None:
         for name, value in record.items():
@@ -387,7 +387,7 @@ def _progress_bar(enabled: bool, start: int, total: int):
 
 def _plot(run_dir: Path) -> Path | None:
     """Writes `learning_curves.png` from the run's whole metrics log; returns its path."""
-    records = checkpointing.read_metrics(run_dir)
+    records = rundir.read_metrics(run_dir)
     if not records:
         return None
     # A bare Figure, not pyplot: no global backend switch, so plots in a notebook that trains still show.

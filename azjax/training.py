@@ -26,13 +26,12 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from azjax import games, parallel, replay, selfplay
 from azjax.config import Config, ConfigError, TrainConfig
-from azjax.networks import AlphaZeroNetwork, init_variables, make_network
+from azjax.networks import AlphaZeroNetwork, inference_fn, init_variables, make_network
 from azjax.parallel import DATA_AXIS, replicate, split_batch
 from azjax.search import make_search_fn
 
 
-@struct.dataclass
-class TrainState:
+class TrainState(struct.PyTreeNode):
     """The network's variables and the optimizer's state."""
 
     params: dict
@@ -46,8 +45,7 @@ class TrainState:
         return {"params": self.params, "batch_stats": self.batch_stats}
 
 
-@struct.dataclass
-class RunState:
+class RunState(struct.PyTreeNode):
     """Everything a run carries from one iteration to the next (and what a checkpoint holds)."""
 
     train_state: TrainState
@@ -73,7 +71,7 @@ def make_components(config: Config) -> Components:
     config.validate()
     game = games.make(config.game)
     network = make_network(config.network, game.num_actions)
-    apply_fn = functools.partial(network.apply, train=False)
+    apply_fn = inference_fn(network)
     search_fn = make_search_fn(game, apply_fn, config.search)
     return Components(game, network, make_optimizer(config.train), search_fn)
 
@@ -100,10 +98,9 @@ def learning_rate(config: TrainConfig, step: jax.Array, progress: jax.Array) -> 
     """The learning rate of SGD step `step` when a `progress` fraction (0 to 1) of the run's budget is spent:
     a linear warm-up over `warmup_steps`, times 1 ("constant") or a cosine from 1 to 0.01 over the budget."""
     warmup = jnp.minimum((step + 1) / max(config.warmup_steps, 1), 1.0)
+    decay: jax.Array | float = 1.0
     if config.lr_schedule == "cosine":
         decay = 0.01 + 0.99 * 0.5 * (1.0 + jnp.cos(jnp.pi * jnp.clip(progress, 0.0, 1.0)))
-    else:
-        decay = 1.0
     return (config.learning_rate * warmup * decay).astype(jnp.float32)
 
 
@@ -254,12 +251,12 @@ def _train_iteration(
     )
 
     taken = sgd_metrics.pop("taken")
-    metrics = {name: jnp.sum(jnp.where(taken, values, 0.0)) / jnp.maximum(jnp.sum(taken), 1)
-               for name, values in sgd_metrics.items()}
+    metrics: dict[str, jax.Array] = {name: jnp.sum(jnp.where(taken, values, 0.0)) / jnp.maximum(jnp.sum(taken), 1)
+                                     for name, values in sgd_metrics.items()}
     metrics["sgd_steps"] = jnp.sum(taken)
     metrics.update(_selfplay_metrics(trajectory))
     metrics.update(stored)
-    metrics["positions_pending"] = jnp.sum(games_state.pending) if config.selfplay.keep_unfinished else 0
+    metrics["positions_pending"] = jnp.sum(games_state.pending) if config.selfplay.keep_unfinished else jnp.int32(0)
     metrics["replay_size"] = buffer.num_ready
     metrics["params_finite"] = jnp.all(jnp.array([jnp.isfinite(x).all() for x in jax.tree.leaves(train_state)]))
     new_state = run_state.replace(

@@ -36,15 +36,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime
 import functools
-import importlib.metadata
 import json
-import os
-import pathlib
-import platform
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -54,6 +48,8 @@ import jax
 import jax.numpy as jnp
 
 from azjax import games
+
+from benchmark import machine_info
 
 # The pgx environment id of each azjax game that pgx also implements (pgx has no Gomoku, and Othello only 8 x 8).
 PGX_IDS = {"tic_tac_toe": "tic_tac_toe", "connect_four": "connect_four", "othello": "othello"}
@@ -180,52 +176,6 @@ def measure(
 
 # --------------------------------------------------------------------------------------------------------------
 # Reporting.
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def _git_commit() -> str | None:
-    """The commit of the azjax checkout this script sits in (with "+dirty" for local changes), if any."""
-    here = pathlib.Path(__file__).resolve().parent
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=here, capture_output=True, text=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return commit + ("+dirty" if dirty.strip() else "")
-
-
-def machine_info() -> dict[str, Any]:
-    """The facts about this machine and software that the figures depend on."""
-    usable_cores: int | None
-    try:
-        usable_cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        usable_cores = os.cpu_count()
-    return {
-        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "cpu": _cpu_model(),
-        "cpu_cores": os.cpu_count(),
-        "usable_cores": usable_cores,
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "jax": jax.__version__,
-        "backend": jax.default_backend(),
-        "devices": [str(d) for d in jax.devices()],
-        "azjax": importlib.metadata.version("azjax"),
-        "azjax_commit": _git_commit(),
-    }
 
 
 def _import_pgx() -> Any | None:

@@ -17,7 +17,6 @@ import argparse
 import json
 import pathlib
 import statistics
-import sys
 import time
 
 from azjax import parallel
@@ -30,8 +29,7 @@ import jax
 from azjax import config as config_lib
 from azjax import training
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from bench_games import machine_info
+from benchmark import Table, machine_info, preset_config, write_json
 
 GAMES = ("tic_tac_toe", "connect_four", "gomoku9", "othello6", "brandub")
 
@@ -82,20 +80,17 @@ def main(argv: list[str] | None = None) -> dict:
 
     results = {"machine": machine_info(), "rows": []}
     print(json.dumps(results["machine"]))
-    print(f"{'game':14s} {'devices':>7s} {'iteration s':>11s} {'positions/s':>11s} {'compile s':>9s}")
+    table = Table([("game", "14s"), ("devices", "7d"), ("iteration s", "11.3f"), ("positions/s", "11d"),
+                   ("compile s", "9.1f")])
+    print(table.header())
     for game in args.games:
-        config = config_lib.with_overrides(
-            config_lib.get_config(game, args.preset), dict(item.split("=", 1) for item in args.set)
-        )
-        rows = bench_game(config, device_counts, args.repeats)
+        rows = bench_game(preset_config(game, args.preset, args.set), device_counts, args.repeats)
         for row in rows:
-            print(f"{row['game']:14s} {row['devices']:7d} {row['iteration_s']:11.3f} {row['positions_per_s']:11d} "
-                  f"{row['compile_s']:9.1f}")
+            print(table.row(row["game"], row["devices"], row["iteration_s"], row["positions_per_s"], row["compile_s"]))
         fastest = min(rows, key=lambda row: row["iteration_s"])
         print(f"{game}: fastest on {fastest['devices']} device(s)")
         results["rows"].extend(rows)
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
+    write_json(args.json, results)
     return results
 
 

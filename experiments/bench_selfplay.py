@@ -51,7 +51,6 @@ import argparse
 import dataclasses
 import functools
 import json
-import pathlib
 import statistics
 import sys
 import time
@@ -69,8 +68,7 @@ from azjax.networks import AlphaZeroNetwork, init_variables
 from azjax.training import make_components
 
 # The machine header is bench_games.py's, so that the two benchmarks describe a machine alike.
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from bench_games import machine_info
+from benchmark import machine_info
 
 GAME = "connect_four"  # the azjax game; the reference plays pgx's game of the same id
 
@@ -135,8 +133,7 @@ def azjax_implementation(config: Config) -> Implementation:
 ApplyFn = Callable[[dict, jax.Array], tuple[jax.Array, jax.Array]]
 
 
-@struct.dataclass
-class ReferenceRecord:
+class ReferenceRecord(struct.PyTreeNode):
     """What the reference records per move, [T, B, ...], as pgx's example does."""
 
     observation: jax.Array  # [T, B, 6, 7, 2] bool, pgx's observation of the searched state

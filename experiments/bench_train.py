@@ -27,31 +27,13 @@ import functools
 import json
 import pathlib
 import statistics
-import sys
-import time
-from collections.abc import Callable
 
 import jax
 
 from azjax import config as config_lib
 from azjax import training
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from bench_games import machine_info
-
-
-def _timed(fn: Callable, args: tuple, repeats: int) -> tuple[float, list[float]]:
-    """Compile seconds and the wall-clock seconds of each of `repeats` calls of the jitted `fn(*args)`."""
-    start = time.perf_counter()
-    compiled = jax.jit(fn).lower(*args).compile()
-    compile_s = time.perf_counter() - start
-    jax.block_until_ready(compiled(*args))  # first call: allocations
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(compiled(*args))
-        times.append(time.perf_counter() - start)
-    return compile_s, times
+from benchmark import Table, machine_info, preset_config, timed, write_json
 
 
 def bench_game(config: config_lib.Config, repeats: int) -> list[dict]:
@@ -64,9 +46,9 @@ def bench_game(config: config_lib.Config, repeats: int) -> list[dict]:
     rows = []
     for label, parts in (("azjax", ours), ("xla-grad", xla)):
         sgd = functools.partial(training.run_sgd_steps, parts=parts, config=config)
-        sgd_compile, sgd_times = _timed(sgd, (jax.random.key(1), run_state.train_state, run_state.replay), repeats)
+        sgd_compile, sgd_times = timed(sgd, (jax.random.key(1), run_state.train_state, run_state.replay), repeats)
         iteration = training.make_train_iteration(config, parts=parts)
-        it_compile, it_times = _timed(iteration, (run_state,), repeats)
+        it_compile, it_times = timed(iteration, (run_state,), repeats)
         step_s = statistics.median(sgd_times) / config.train.num_sgd_steps
         rows.append({
             "game": config.game,
@@ -92,24 +74,18 @@ def main(argv: list[str] | None = None) -> dict:
 
     results = {"machine": machine_info(), "rows": []}
     print(json.dumps(results["machine"]))
-    header = (f"{'game':14s} {'conv gradient':14s} {'sgd ms/step':>11s} {'sgd pos/s':>10s} {'iteration s':>11s} "
-              f"{'compile s':>9s}")
-    print(header)
+    table = Table([("game", "14s"), ("conv gradient", "14s"), ("sgd ms/step", "11.2f"), ("sgd pos/s", "10d"),
+                   ("iteration s", "11.3f"), ("compile s", "9.1f")])
+    print(table.header())
     for game in args.games:
-        config = config_lib.with_overrides(
-            config_lib.get_config(game, args.preset), dict(item.split("=", 1) for item in args.set)
-        )
-        rows = bench_game(config, args.repeats)
+        rows = bench_game(preset_config(game, args.preset, args.set), args.repeats)
         for row in rows:
-            print(
-                f"{row['game']:14s} {row['conv_gradient']:14s} {row['sgd_ms_per_step']:11.2f} "
-                f"{row['sgd_positions_per_s']:10d} {row['iteration_s']:11.3f} {row['compile_s']:9.1f}"
-            )
+            print(table.row(row["game"], row["conv_gradient"], row["sgd_ms_per_step"], row["sgd_positions_per_s"],
+                            row["iteration_s"], row["compile_s"]))
         ours, xla = rows
         print(f"{game}: iteration {xla['iteration_s'] / ours['iteration_s']:.2f}x faster with azjax's gradient")
         results["rows"].extend(rows)
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
+    write_json(args.json, results)
     return results
 
 

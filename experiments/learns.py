@@ -27,10 +27,11 @@ from pathlib import Path
 
 import jax
 
-from azjax import agents, checkpointing, evaluation, parallel, trainer
-from azjax import config as config_lib
+from azjax import bots, checkpointing, evaluation, parallel, trainer
 from azjax.agent import load_agent
 from azjax.solver import positions
+
+from benchmark import preset_config
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -49,8 +50,7 @@ def main(argv: list[str] | None = None) -> dict:
     parallel.expose_cpu_cores()  # one jax device per core, so that training and the matches split over them
 
     args.out = args.out or Path("runs") / f"{args.game}-learns"
-    config = config_lib.get_config(args.game, args.preset)
-    config = config_lib.with_overrides(config, dict(item.split("=", 1) for item in args.set))
+    config = preset_config(args.game, args.preset, args.set)
     first_dir = args.out.with_name(args.out.name + "-first")
     if not first_dir.exists():
         trainer.train(config, args.out, max_seconds=0.0, progress=False)  # stops after one iteration
@@ -83,8 +83,8 @@ def main(argv: list[str] | None = None) -> dict:
     labelled = positions.load(args.game)
     if labelled is not None:
         start = time.perf_counter()
-        network = evaluation.judge_bot(key, agents.greedy_bot(final), labelled)
-        searched = evaluation.judge_bot(key, agents.alphazero_bot(final), labelled)
+        network = evaluation.judge_bot(key, bots.greedy_bot(final), labelled)
+        searched = evaluation.judge_bot(key, bots.alphazero_bot(final), labelled)
         print(f"network's top move on {labelled.num_positions} solved positions:\n{network.format()}")
         print(f"search's move ({final.config.search.num_simulations} simulations):\n{searched.format()}")
         report["positions"] = {"network": network.to_dict(), "search": searched.to_dict(),

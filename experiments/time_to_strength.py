@@ -38,16 +38,17 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from azjax import agents, checkpointing, evaluation, trainer, training
+from azjax import bots, checkpointing, evaluation, trainer, training
 from azjax import config as config_lib
 from azjax.agent import make_agent
 from azjax.config import Config
 from azjax.networks import init_variables
 from azjax.solver import positions
 
+from benchmark import preset_config
 
-@struct.dataclass
-class ReferenceState:
+
+class ReferenceState(struct.PyTreeNode):
     params: dict
     batch_stats: dict
     opt_state: optax.OptState
@@ -187,8 +188,7 @@ def main(argv: list[str] | None = None) -> dict:
     labelled = positions.load(args.game)
     if labelled is None:
         parser.error(f"{args.game} has no labelled positions to judge strength on")
-    config = config_lib.with_overrides(config_lib.get_config(args.game, "cpu"),
-                                       {"num_iterations": 1_000_000, **dict(item.split("=", 1) for item in args.set)})
+    config = preset_config(args.game, "cpu", ["num_iterations=1000000", *args.set])
     azjax_dir = args.out / "azjax"
     if azjax_dir.exists():
         parser.error(f"{azjax_dir} exists; pass a new --out")
@@ -200,7 +200,7 @@ def main(argv: list[str] | None = None) -> dict:
     key = jax.random.key(0)
 
     def strength(variables: dict) -> dict:
-        report = evaluation.judge_bot(key, agents.greedy_bot(make_agent(config, variables)), labelled)
+        report = evaluation.judge_bot(key, bots.greedy_bot(make_agent(config, variables)), labelled)
         return report.to_dict()
 
     manager = checkpointing.CheckpointManager(azjax_dir)

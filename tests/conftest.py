@@ -12,6 +12,9 @@ import jax
 import pytest
 from tiny import TINY_OVERRIDES
 
+# The experiment scripts import their shared module (experiments/benchmark.py) as `benchmark`, as they do when run.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "experiments"))
+
 from azjax import config as config_lib
 
 # Start jax's backend now, with the one CPU device it gives by default: `azjax train` and `azjax eval` would

@@ -26,7 +26,7 @@ _SCRIPT = textwrap.dedent(
     """
     import dataclasses, json, sys
     import jax, numpy as np
-    from azjax import agents, arena, config as config_lib, evaluation, games as games_lib, parallel, trainer
+    from azjax import bots, arena, config as config_lib, evaluation, games as games_lib, parallel, trainer
 
     overrides, root = json.loads(sys.argv[1]), sys.argv[2]
     config = config_lib.with_overrides(config_lib.get_config("tic_tac_toe", "cpu"), {**overrides, "num_iterations": 1})
@@ -39,7 +39,7 @@ _SCRIPT = textwrap.dedent(
     resumed = trainer.train(longer, root + "/two", num_devices=1, progress=False, log=quiet)
     # The arena on two devices: each plays its half of the games on its own, with its own keys.
     game = games_lib.make("tic_tac_toe")
-    bot_a, bot_b = agents.uct_bot(game, 4), agents.onestep_bot(game)
+    bot_a, bot_b = bots.uct_bot(game, 4), bots.onestep_bot(game)
     key, mesh = jax.random.key(3), parallel.mesh_for(8)
     split = arena.play_games(key, game, bot_a.act, bot_b.act, 16, opening_moves=2, mesh=mesh)
     blocks = [arena.play_games(jax.random.fold_in(key, d), game, bot_a.act, bot_b.act, 8, opening_moves=2)

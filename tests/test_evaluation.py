@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from azjax import arena, checkpointing, cli, evaluation, games, trainer
+from azjax import arena, checkpointing, cli, evaluation, games, ratings, trainer
 from azjax import config as config_lib
 from azjax.arena import MatchResult
 
@@ -99,10 +99,10 @@ def test_repeated_games_count_once(ttt, opening_moves, distinct):
     result = arena.summarize(games_, "first", "last")
     openings = {tuple(row) for row in np.asarray(games_.moves[:, :opening_moves])}
     assert result.games == 200 and result.distinct_games == 2 * len(openings) == distinct
-    assert result.score_interval == pytest.approx(arena.wilson_interval(result.score, distinct))
+    assert result.score_interval == pytest.approx(ratings.wilson_interval(result.score, distinct))
     if distinct < result.games:  # copies count once: the interval is wider than 200 games' would be
         low, high = result.score_interval
-        low_200, high_200 = arena.wilson_interval(result.score, 200)
+        low_200, high_200 = ratings.wilson_interval(result.score, 200)
         assert high - low > 1.5 * (high_200 - low_200)
 
 
@@ -148,22 +148,22 @@ def test_head_to_head_openings_vary_deterministic_games(ttt):
 
 def test_wilson_interval():
     # 8 of 10: the textbook Wilson interval is [0.490, 0.943].
-    low, high = arena.wilson_interval(0.8, 10)
+    low, high = ratings.wilson_interval(0.8, 10)
     assert low == pytest.approx(0.49016, abs=1e-5) and high == pytest.approx(0.94332, abs=1e-5)
     # The bounds are the roots of (p - x)^2 = z^2 x (1 - x) / n.
-    z, n, p = arena.Z_95, 100, 0.5
-    for x in arena.wilson_interval(p, n):
+    z, n, p = ratings.Z_95, 100, 0.5
+    for x in ratings.wilson_interval(p, n):
         assert (p - x) ** 2 == pytest.approx(z * z * x * (1 - x) / n)
-    assert arena.wilson_interval(1.0, 1000)[1] == 1.0
-    assert arena.wilson_interval(1.0, 1000)[0] == pytest.approx(0.99617, abs=1e-5)
+    assert ratings.wilson_interval(1.0, 1000)[1] == 1.0
+    assert ratings.wilson_interval(1.0, 1000)[0] == pytest.approx(0.99617, abs=1e-5)
 
 
 def test_elo_from_score():
-    assert arena.elo_from_score(0.5) == 0.0
-    assert arena.elo_from_score(0.75) == pytest.approx(400 * math.log10(3))  # 190.85
-    assert arena.elo_from_score(0.25) == pytest.approx(-400 * math.log10(3))
-    assert arena.elo_from_score(1.0) == math.inf and arena.elo_from_score(0.0) == -math.inf
-    assert arena.expected_score(400 * math.log10(3)) == pytest.approx(0.75)
+    assert ratings.elo_from_score(0.5) == 0.0
+    assert ratings.elo_from_score(0.75) == pytest.approx(400 * math.log10(3))  # 190.85
+    assert ratings.elo_from_score(0.25) == pytest.approx(-400 * math.log10(3))
+    assert ratings.elo_from_score(1.0) == math.inf and ratings.elo_from_score(0.0) == -math.inf
+    assert ratings.expected_score(400 * math.log10(3)) == pytest.approx(0.75)
 
 
 def test_match_result_statistics():
@@ -172,8 +172,8 @@ def test_match_result_statistics():
     assert result.games == 100 and result.score == pytest.approx(0.7)
     assert result.elo == pytest.approx(147.19, abs=0.01)
     low, high = result.score_interval
-    assert (low, high) == pytest.approx(arena.wilson_interval(0.7, 100))
-    assert result.elo_interval == pytest.approx((arena.elo_from_score(low), arena.elo_from_score(high)))
+    assert (low, high) == pytest.approx(ratings.wilson_interval(0.7, 100))
+    assert result.elo_interval == pytest.approx((ratings.elo_from_score(low), ratings.elo_from_score(high)))
     line = arena.format_match(result)
     assert "60" in line and "0.700" in line and "+147" in line and "35/10/5" in line and "25/10/15" in line
 
@@ -181,7 +181,7 @@ def test_match_result_statistics():
 def test_fit_elo_two_players_by_hand():
     # 75 points of 100: the maximum-likelihood gap is 400 log10(3); its standard error is
     # 1 / sqrt(n p (1 - p)) / (ln 10 / 400) = 40.12.
-    fit = arena.fit_elo(np.array([[0, 75], [25, 0]]), np.array([[0, 100], [100, 0]]), anchor=1)
+    fit = ratings.fit_elo(np.array([[0, 75], [25, 0]]), np.array([[0, 100], [100, 0]]), anchor=1)
     np.testing.assert_allclose(fit.ratings, [400 * math.log10(3), 0.0])
     scale = math.log(10) / 400
     assert fit.standard_errors[0] == pytest.approx(1 / math.sqrt(100 * 0.75 * 0.25) / scale)
@@ -192,17 +192,17 @@ def test_fit_elo_recovers_known_ratings():
     true = np.array([0.0, 150.0, 400.0, -120.0, 800.0])
     games_ = np.full((5, 5), 1000.0)
     np.fill_diagonal(games_, 0)
-    expected = games_ * arena.expected_score(true[:, None] - true[None, :])
-    fit = arena.fit_elo(expected, games_)  # exact expected results: the fit is the truth
+    expected = games_ * ratings.expected_score(true[:, None] - true[None, :])
+    fit = ratings.fit_elo(expected, games_)  # exact expected results: the fit is the truth
     np.testing.assert_allclose(fit.ratings, true, atol=1e-6)
     # Sampled results (wins and losses drawn from the model): within three standard errors.
     rng = np.random.default_rng(0)
     wins = np.zeros_like(games_)
     for i in range(5):
         for j in range(i + 1, 5):
-            wins[i, j] = rng.binomial(1000, arena.expected_score(true[i] - true[j]))
+            wins[i, j] = rng.binomial(1000, ratings.expected_score(true[i] - true[j]))
             wins[j, i] = 1000 - wins[i, j]
-    fit = arena.fit_elo(wins, games_)
+    fit = ratings.fit_elo(wins, games_)
     assert np.all(np.abs(fit.ratings - true) <= 3 * fit.standard_errors + 1e-9)
     assert fit.ratings[0] == 0.0
 
@@ -210,9 +210,9 @@ def test_fit_elo_recovers_known_ratings():
 def test_fit_elo_unbeaten_agents():
     scores = np.array([[0, 5, 10], [5, 0, 10], [0, 0, 0]])  # agent 2 lost every game
     games_ = np.array([[0, 10, 10], [10, 0, 10], [10, 10, 0]])
-    fit = arena.fit_elo(scores, games_)
+    fit = ratings.fit_elo(scores, games_)
     assert fit.ratings[2] == -math.inf and fit.ratings[1] == pytest.approx(0.0)
-    with_prior = arena.fit_elo(scores, games_, prior_draws=1.0)
+    with_prior = ratings.fit_elo(scores, games_, prior_draws=1.0)
     assert np.all(np.isfinite(with_prior.ratings)) and with_prior.ratings[2] < -200
 
 
@@ -224,7 +224,7 @@ def test_score_matrices_and_table():
     scores, games_ = arena.score_matrices(["random", "x", "y"], matches)
     np.testing.assert_array_equal(scores, [[0, 10, 0], [30, 0, 7.5], [40, 2.5, 0]])
     np.testing.assert_array_equal(games_, [[0, 40, 40], [40, 0, 10], [40, 10, 0]])
-    table = arena.RoundRobin(["random", "x", "y"], matches, arena.fit_elo(scores, games_, prior_draws=1.0))
+    table = arena.RoundRobin(["random", "x", "y"], matches, ratings.fit_elo(scores, games_, prior_draws=1.0))
     text = arena.format_table(table)
     assert "random = 0" in text and "anchor" in text
     rows = text.splitlines()[-3:]

@@ -12,8 +12,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from azjax import agents, checkpointing, cli, games, play
-from azjax.agents import Analysis
+from azjax import bots, checkpointing, cli, games, play
+from azjax.bots import Analysis
 from azjax.training import init_run_state
 
 
@@ -39,7 +39,7 @@ def ttt():
 
 @pytest.fixture(scope="module")
 def onestep(ttt):
-    return agents.onestep_bot(ttt)
+    return bots.onestep_bot(ttt)
 
 
 def run(game, bot, lines, **kwargs):
@@ -101,7 +101,7 @@ class Person:
 def test_every_registered_game(name):
     game = games.make(name)
     person = Person(seed=0)
-    record = play.play_game(game, agents.random_bot(), key=jax.random.key(1), input_fn=person.input,
+    record = play.play_game(game, bots.random_bot(), key=jax.random.key(1), input_fn=person.input,
                             output_fn=person.output)
     out = "\n".join(person.shown)
     assert record.outcome in (-1.0, 0.0, 1.0) and bool(record.final_state.terminated)
@@ -222,7 +222,7 @@ def test_a_searching_agent_shows_the_move_it_plays_first(tiny_overrides):
         actions = jax.vmap(lambda k, m: jax.random.categorical(k, jnp.where(m, 0.0, -jnp.inf)))(
             keys, states.legal_action_mask)
         states = step(states, actions)
-    analysis = jax.device_get(jax.jit(agents.alphazero_bot(agent).analyse)(jax.random.key(2), states))
+    analysis = jax.device_get(jax.jit(bots.alphazero_bot(agent).analyse)(jax.random.key(2), states))
     disagree = 0
     for b in range(num_positions):
         one = jax.tree.map(operator.itemgetter(slice(b, b + 1)), analysis)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from test_connect_four_solver import _grid, _reference_move_scores
 
-from azjax import agents, evaluation, games
+from azjax import bots, evaluation, games
 from azjax.solver import connect_four as c4
 from azjax.solver import connect_four_sets as sets
 from azjax.solver import positions
@@ -70,7 +70,7 @@ def test_a_random_agent_keeps_the_outcome_in_about_60_percent(labelled):
         assert 0.45 < expected[chosen].mean() < 0.75, stage
     can_err = labelled.can_err.mean()
     assert 0.3 < can_err < 0.8
-    report = evaluation.judge_bot(jax.random.key(0), agents.random_bot(), labelled)
+    report = evaluation.judge_bot(jax.random.key(0), bots.random_bot(), labelled)
     assert report.moves["all"].rate == pytest.approx(expected.mean(), abs=0.02)
     assert report.values is None  # the random agent has no values
 
@@ -83,7 +83,7 @@ def test_the_perfect_player_is_always_right(labelled):
         stratum=labelled.stratum[subset],
         strata=labelled.strata,
     )
-    report = evaluation.judge_bot(jax.random.key(0), agents.make_bot("perfect", games.make("connect_four")), small,
+    report = evaluation.judge_bot(jax.random.key(0), bots.make_bot("perfect", games.make("connect_four")), small,
                                   batch_size=128)
     assert report.moves["all"].hits == report.moves["all"].total == len(subset)
     assert report.values["all"].hits == len(subset)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from typing import Generic, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -38,8 +39,7 @@ import numpy as np
 from flax import struct
 
 
-@struct.dataclass
-class State:
+class State(struct.PyTreeNode):
     """The fields every game state carries. Games subclass this and add their own board fields."""
 
     current_player: jax.Array  # [] int32, the player to move (0 moves first)
@@ -74,8 +74,11 @@ class Symmetry:
         return jnp.asarray(inverse)[action]
 
 
+S = TypeVar("S", bound=State)  # a game's own state class
+
+
 @dataclasses.dataclass(frozen=True)
-class Game:
+class Game(Generic[S]):
     """A two-player, zero-sum, perfect-information game as pure functions. See the module docstring.
 
     Derive a variant with `dataclasses.replace(game, ...)`. Build positions for tests and analysis with
@@ -100,12 +103,12 @@ class Game:
     num_actions: int
     observation_shape: tuple[int, ...]
     max_length: int
-    init: Callable[[jax.Array], State]
-    step: Callable[[State, jax.Array], State]
-    observe: Callable[[State], jax.Array]
-    render: Callable[[State], str]
+    init: Callable[[jax.Array], S]
+    step: Callable[[S, jax.Array], S]
+    observe: Callable[[S], jax.Array]
+    render: Callable[[S], str]
     symmetries: tuple[Symmetry, ...] = ()
-    from_ascii: Callable[[str], State] | None = None
+    from_ascii: Callable[[str], S] | None = None
     action_to_string: Callable[[int], str] = str
     string_to_action: Callable[[str], int] = int
 
@@ -114,9 +117,7 @@ class Game:
 # Helpers shared by the games: illegal moves, absorbing terminals, symmetries.
 
 
-def resolve_step(
-    state: State, new_state: State, action: jax.Array
-) -> State:
+def resolve_step(state: S, new_state: S, action: jax.Array) -> S:
     """Applies the protocol's rules around a game's raw transition.
 
     Given the state before the move and `new_state` (what the rules produce for a legal `action`), returns:

@@ -20,7 +20,6 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
 
 from azjax.games.base import State
 
@@ -186,7 +185,6 @@ def parse_cell(text: str, width: int, height: int, *, bottom_up: bool = False) -
     return row * width + col
 
 
-@struct.dataclass
 class BoardState(State):
     """The state of a stone-placing game: the common fields plus the board."""
 

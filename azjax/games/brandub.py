@@ -68,7 +68,6 @@ import re
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
 
 from azjax.games import boards
 from azjax.games.base import Game, State, Symmetry, _dihedral_grid_maps, resolve_step
@@ -159,7 +158,6 @@ class BrandubRules:
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
 
 
-@struct.dataclass
 class BrandubState(State):
     """A Brandub position: the common fields plus the board, the move count and the repetition history."""
 

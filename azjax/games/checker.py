@@ -816,7 +816,7 @@ def _check_positions(game: Game, positions: Sequence[Position], ctx: _Context) -
             where = f"{label}, after {_action_name(game, action)}"
         rewards = np.asarray(state.rewards, np.float32)
         terminated = bool(state.terminated)
-        checks = []
+        checks: list[tuple[str, object, object]] = []  # (field, expected, got)
         if position.to_move is not None:
             checks.append(("current_player", position.to_move, int(state.current_player)))
         if position.terminated is not None:

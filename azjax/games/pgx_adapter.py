@@ -32,7 +32,6 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
 
 from azjax.games.base import Game, State, resolve_step
 
@@ -64,7 +63,6 @@ REJECTED_ENVS: dict[str, str] = {
 }
 
 
-@struct.dataclass
 class PgxState(State):
     """The common fields in azjax's conventions, plus pgx's own state."""
 

@@ -83,8 +83,10 @@ def register(
 
 def _same_definition(old: Callable, new: Callable) -> bool:
     """Whether `new` is `old` or its definition run again (a module imported anew, a notebook cell rerun)."""
-    key = lambda f: (getattr(f, "__module__", None), getattr(f, "__qualname__", None))  # noqa: E731
-    return new is old or (key(new) == key(old) and key(new)[1] is not None and "<lambda>" not in key(new)[1])
+    name = getattr(new, "__qualname__", None)
+    same = (getattr(new, "__module__", None), name) == (getattr(old, "__module__", None),
+                                                        getattr(old, "__qualname__", None))
+    return new is old or (same and name is not None and "<lambda>" not in name)
 
 
 def names() -> list[str]:

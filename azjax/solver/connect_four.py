@@ -304,7 +304,7 @@ class Solver:
             self.nodes += int(counters[0])
             if not counters[1]:
                 return int(score)
-            if time.perf_counter() - start > self.max_seconds:
+            if self.max_seconds is not None and time.perf_counter() - start > self.max_seconds:
                 raise SolveTimeout(
                     f"solving a position with {num_moves} stones took over {self.max_seconds} s "
                     "(early positions can take minutes; raise max_seconds or pass None)"

@@ -94,7 +94,7 @@ def _print_now(text: str) -> None:
 
 def generate(*, seed: int = 0, per_stratum: int = 1000, processes: int | None = None,
              chunk: int = 256, log: Callable[[str], None] | None = None
-             ) -> dict[str, list[tuple[tuple[int, ...], int, np.ndarray]]]:
+             ) -> dict[str, list[tuple[tuple[int, ...], int, np.ndarray | None]]]:
     """The labelled sets: {stratum: [(moves, score, outcomes int8 [7]), ...]}, `per_stratum` each.
 
     Deterministic in `seed` whatever the number of processes and the `chunk` size: each stage draws its
@@ -102,7 +102,8 @@ def generate(*, seed: int = 0, per_stratum: int = 1000, processes: int | None = 
     stratum has room and the position is new. So the first k positions of each set do not depend on
     `per_stratum` either.
     """
-    kept: dict[str, list[tuple[tuple[int, ...], int, np.ndarray]]] = {name: [] for name in STRATA}
+    # (moves, exact score, per-move outcomes: None until labelled below)
+    kept: dict[str, list[tuple[tuple[int, ...], int, np.ndarray | None]]] = {name: [] for name in STRATA}
     seen: set[tuple[int, int]] = set()
     context = multiprocessing.get_context("spawn")  # no fork of a process that may hold JAX's threads
     with concurrent.futures.ProcessPoolExecutor(processes or os.cpu_count(), mp_context=context) as pool:
@@ -130,7 +131,7 @@ def generate(*, seed: int = 0, per_stratum: int = 1000, processes: int | None = 
     return kept
 
 
-def write(sets: dict[str, list[tuple[tuple[int, ...], int, np.ndarray]]], directory: pathlib.Path, *,
+def write(sets: dict[str, list[tuple[tuple[int, ...], int, np.ndarray | None]]], directory: pathlib.Path, *,
           seed: int) -> None:
     """Writes one file per stratum (format in the module docstring)."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -145,9 +146,11 @@ def write(sets: dict[str, list[tuple[tuple[int, ...], int, np.ndarray]]], direct
             "# moves (columns 1-7) | exact score for the player to move | outcome per column (+ win, = draw, - loss,"
             " . full)",
         ]
+        if any(outcomes is None for *_, outcomes in rows):
+            raise ValueError(f"{name}: every position needs its per-move outcomes before it is written")
         lines = [
             f"{''.join(str(m + 1) for m in moves)} {score} {''.join(_OUTCOME_CHARS[int(o)] for o in outcomes)}"
-            for moves, score, outcomes in rows
+            for moves, score, outcomes in rows if outcomes is not None
         ]
         (directory / f"{name}.txt").write_text("\n".join(header + lines) + "\n")
 

@@ -40,8 +40,7 @@ from azjax.games.base import Game, State
 _OPTIMAL_TOLERANCE = 1e-6  # values are sums of +-1/0 rewards, so any tolerance below 1 separates them
 
 
-@struct.dataclass
-class Solution:
+class Solution(struct.PyTreeNode):
     """Every position reachable from a game's start, solved. A pytree: it can be passed through `jax.jit`.
 
     N = num_states, A = num_actions, L = the length of a state's encoding (all leaves of a State, flattened).

@@ -187,7 +187,7 @@ class Rate:
         return f"{self.rate:6.1%} [{low:.1%}, {high:.1%}] of {self.total}"
 
 
-def hits(labelled: LabelledPositions, actions: jax.Array) -> jax.Array:
+def hits(labelled: LabelledPositions, actions: jax.typing.ArrayLike) -> jax.Array:
     """bool [N]: whether each action (int [N], the agent's move in each position) keeps the outcome. Jittable;
     an out-of-range or illegal action is a miss."""
     actions = jnp.asarray(actions, jnp.int32)
@@ -196,9 +196,10 @@ def hits(labelled: LabelledPositions, actions: jax.Array) -> jax.Array:
     return in_range & jnp.take_along_axis(optimal, jnp.clip(actions, 0, optimal.shape[1] - 1)[:, None], 1)[:, 0]
 
 
-def value_hits(labelled: LabelledPositions, values: jax.Array) -> jax.Array:
+def value_hits(labelled: LabelledPositions, values: jax.typing.ArrayLike) -> jax.Array:
     """bool [N]: whether each value (float [N], for the player to move, in [-1, 1]) names the outcome, with
     -1/3 and 1/3 splitting loss, draw and win. Jittable."""
+    values = jnp.asarray(values)
     predicted = jnp.where(values > 1 / 3, 1, jnp.where(values < -1 / 3, -1, 0))
     return predicted == jnp.asarray(labelled.outcomes, jnp.int32)
 

@@ -13,8 +13,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from azjax import agents, arena, games
-from azjax.agents import SpecError
+from azjax import arena, bots, games
+from azjax.bots import SpecError
 
 COPIES = 64
 
@@ -35,12 +35,12 @@ def copies(state, n: int = COPIES):
 
 @pytest.fixture(scope="module")
 def onestep_ttt(ttt):
-    return jax.jit(agents.onestep_bot(ttt).analyse)
+    return jax.jit(bots.onestep_bot(ttt).analyse)
 
 
 @pytest.fixture(scope="module")
 def onestep_c4(c4):
-    return jax.jit(agents.onestep_bot(c4).analyse)
+    return jax.jit(bots.onestep_bot(c4).analyse)
 
 
 # Tic-tac-toe: X to move can win at c1 (cell 2); O threatens c2 too, but the win comes first.
@@ -113,13 +113,13 @@ def test_onestep_never_plays_under_a_threat(c4, onestep_c4):
 
 def test_random_agent_plays_legal_moves(ttt):
     state = ttt.from_ascii(TTT_BLOCK)
-    analysis = jax.jit(agents.random_bot().analyse)(jax.random.key(0), copies(state))
+    analysis = jax.jit(bots.random_bot().analyse)(jax.random.key(0), copies(state))
     assert set(np.asarray(analysis.action)) == {1, 2, 5, 7, 8}
     np.testing.assert_allclose(np.asarray(analysis.policy).sum(-1), 1.0)
 
 
 def test_rollout_values_from_the_movers_side(ttt):
-    rollout = jax.jit(functools.partial(agents.rollout_values, game=ttt))
+    rollout = jax.jit(functools.partial(bots.rollout_values, game=ttt))
     # X to move, one cell left, and it completes X's row: every rollout is a win for X.
     x_wins = ttt.from_ascii("X X .\nO O X\nO X O")
     # X to move, one cell left, and it draws.
@@ -135,7 +135,7 @@ def test_rollout_values_from_the_movers_side(ttt):
 
 @pytest.fixture(scope="module")
 def uct200(ttt):
-    return agents.uct_bot(ttt, 200)
+    return bots.uct_bot(ttt, 200)
 
 
 def test_uct_takes_the_win_and_blocks(ttt, uct200):
@@ -150,7 +150,7 @@ def test_uct_takes_the_win_and_blocks(ttt, uct200):
 
 def test_uct_more_simulations_win(ttt, uct200):
     """UCT with 200 simulations against UCT with 10, half the games in each seat."""
-    result = arena.play(jax.random.key(4), ttt, uct200, agents.uct_bot(ttt, 10), 120)
+    result = arena.play(jax.random.key(4), ttt, uct200, bots.uct_bot(ttt, 10), 120)
     low, _ = result.score_interval
     assert result.games == 120
     assert low > 0.6, arena.format_match(result)
@@ -163,12 +163,12 @@ def test_uct_more_simulations_win(ttt, uct200):
 
 @pytest.fixture(scope="module")
 def perfect(ttt):
-    return agents.perfect_bot(ttt)
+    return bots.perfect_bot(ttt)
 
 
 @pytest.mark.parametrize("opponent", ["random", "onestep"])
 def test_perfect_never_loses(ttt, perfect, opponent):
-    result = arena.play(jax.random.key(5), ttt, perfect, agents.make_bot(opponent, ttt), 400)
+    result = arena.play(jax.random.key(5), ttt, perfect, bots.make_bot(opponent, ttt), 400)
     assert result.losses == 0
     assert result.wins > 0
 
@@ -190,10 +190,10 @@ def test_perfect_analysis(ttt, perfect):
 
 
 def test_make_bot_specs(ttt):
-    assert agents.make_bot("random", ttt).name == "random"
-    assert agents.make_bot("onestep", ttt).name == "onestep"
-    assert agents.make_bot(" mcts:25 ", ttt).name == "mcts:25"
-    assert agents.game_of_spec("mcts:25") is None
+    assert bots.make_bot("random", ttt).name == "random"
+    assert bots.make_bot("onestep", ttt).name == "onestep"
+    assert bots.make_bot(" mcts:25 ", ttt).name == "mcts:25"
+    assert bots.game_of_spec("mcts:25") is None
 
 
 @pytest.mark.parametrize(
@@ -210,11 +210,23 @@ def test_make_bot_specs(ttt):
 )
 def test_malformed_specs_give_one_line_errors(ttt, spec, message):
     with pytest.raises(SpecError, match=message) as error:
-        agents.make_bot(spec, ttt)
+        bots.make_bot(spec, ttt)
     assert "\n" not in str(error.value)
 
 
 def test_perfect_refuses_large_games():
     with pytest.raises(SpecError, match="small games such as tic_tac_toe") as error:
-        agents.make_bot("perfect", games.make("othello"))
+        bots.make_bot("perfect", games.make("othello"))
     assert "\n" not in str(error.value)
+
+
+def test_the_old_module_name_still_imports_with_a_deprecation_warning():
+    import subprocess
+    import sys
+
+    code = ("import warnings\nwith warnings.catch_warnings(record=True) as caught:\n"
+            "    warnings.simplefilter('always')\n    import azjax.agents as old\n"
+            "import azjax.bots as new\nassert old is new and old.make_bot\n"
+            "assert any(issubclass(w.category, DeprecationWarning) and 'azjax.bots' in str(w.message) for w in caught)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr

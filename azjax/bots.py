@@ -1,0 +1,534 @@
+"""Agents behind one batched interface, from a uniformly random player to a trained AlphaZero network.
+
+Every agent here is a `Bot`: a name and a pure, jittable `analyse(key, states [B]) -> Analysis`, whose `action`
+is the move it plays; `bot.act(key, states) -> actions [B]` is the interface the arena uses
+(`evaluation.AgentFn`). The analysis also says what the agent thinks: its move distribution, its value of the
+position and, where it has them, its value of each move, so that `azjax play` can show them.
+
+    random_bot()                       uniformly random legal moves
+    onestep_bot(game)                  takes a win in one, else avoids moves that allow a loss in one, else random
+    uct_bot(game, num_simulations)     plain Monte-Carlo tree search (UCT) with random rollouts, no network
+    perfect_bot(game)                  random among the optimal moves (small games; Connect Four by alpha-beta)
+    greedy_bot(agent)                  a trained network's top move, no search
+    alphazero_bot(agent, ...)          a trained network with mctx search (Gumbel or PUCT)
+    make_bot("mcts:200", game)         any of them from a command-line spec (see `make_bot`)
+
+Perspective: every value is for the player to move in the position analysed (+1 win, -1 loss); NaN where the
+agent has no estimate. Terminal states may appear in a batch (finished games of a match); the agents return some
+action for them, which the arena ignores.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import mctx
+from flax import struct
+
+from azjax import solver as solver_lib
+from azjax.agent import Agent, load_agent
+from azjax.games import BoardState, Game, State
+from azjax.networks import inference_fn
+from azjax.search import evaluate_states, make_search_fn
+
+UCT_EXPLORATION = math.sqrt(2.0)  # UCB1's constant for values in [-1, 1]
+PERFECT_MAX_STATES = 20_000  # the perfect player solves the game at once; beyond this many positions it refuses
+CONNECT_FOUR_MAX_SECONDS = 60.0  # Connect Four's perfect player gives up on a position after this long
+CONNECT_FOUR_PERFECT_MIN_STONES = 10  # from this many stones on, a move takes about a second on average
+
+
+class Analysis(struct.PyTreeNode):
+    """What an agent makes of a batch of B positions; every value is for the player to move there."""
+
+    action: jax.Array  # [B] int32, the move the agent plays
+    policy: jax.Array  # [B, A] float32, its distribution over moves (visit shares, network policy, ...)
+    value: jax.Array  # [B] float32, its value of the position in [-1, 1]; NaN if it has no estimate
+    action_values: jax.Array  # [B, A] float32, its value of each legal move; NaN where it has none
+    visits: jax.Array | None = None  # [B, A] int32, a search's simulations per move (what decided its move), or None
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Bot:
+    """A named agent. `analyse` is pure and un-jitted; callers jit it (or the match around it).
+
+    Bots compare and hash by identity, so a bot can be a static argument of `jax.jit`.
+    """
+
+    name: str
+    analyse: Callable[[jax.Array, State], Analysis]
+
+    def act(self, key: jax.Array, states: State) -> jax.Array:
+        """The agent's moves [B] int32 for a batch of states (the `evaluation.AgentFn` interface)."""
+        return self.analyse(key, states).action
+
+
+def _uniform_policy(mask: jax.Array) -> jax.Array:
+    """Uniform over the True entries of a bool mask [B, A]; all zero where a row is all False."""
+    mask = mask.astype(jnp.float32)
+    return mask / jnp.maximum(mask.sum(axis=-1, keepdims=True), 1.0)
+
+
+def _sample(key: jax.Array, mask: jax.Array) -> jax.Array:
+    """A uniformly random True entry of each row of a bool mask [B, A] (0 for an all-False row)."""
+    return jax.random.categorical(key, jnp.where(mask, 0.0, -jnp.inf)).astype(jnp.int32)
+
+
+def _unknown(shape: tuple[int, ...]) -> jax.Array:
+    return jnp.full(shape, jnp.nan, jnp.float32)
+
+
+def _mover_reward(states: State, mover: jax.Array) -> jax.Array:
+    """rewards[mover] of a batch: float32 [B] (rewards [B, 2], mover [B] player ids)."""
+    return jnp.take_along_axis(states.rewards, mover[:, None], axis=1)[:, 0]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Uniformly random
+
+
+def random_analysis(key: jax.Array, states: State) -> Analysis:
+    """A uniformly random legal move per state; no value estimate."""
+    mask = states.legal_action_mask
+    return Analysis(
+        action=_sample(key, mask),
+        policy=_uniform_policy(mask),
+        value=_unknown(mask.shape[:1]),
+        action_values=_unknown(mask.shape),
+    )
+
+
+def random_bot() -> Bot:
+    """The uniformly random player ("random"), the anchor (Elo 0) of rating tables."""
+    return Bot("random", random_analysis)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# One-ply tactics
+
+
+def onestep_analysis(key: jax.Array, states: State, *, game: Game) -> Analysis:
+    """Takes a win in one if there is one; otherwise plays a random move after which the opponent cannot win at
+    once (which blocks a single threat); with no such move (a double threat), a random legal move.
+
+    Looks at every move and every reply through `game.step` (B * A * A steps), so it works for any game.
+    `value` is +1 with a win in one, -1 when every move allows a loss in one, NaN otherwise; `action_values` is
+    +1 for winning moves, -1 for moves that allow a loss in one, NaN for the rest.
+    """
+    actions = jnp.arange(game.num_actions)
+    mover = states.current_player  # [B]
+    legal = states.legal_action_mask  # [B, A]
+    step_all = jax.vmap(game.step, in_axes=(None, 0))  # one state, every action
+    children = jax.vmap(step_all, in_axes=(0, None))(states, actions)  # [B, A]
+    child_reward = jnp.take_along_axis(children.rewards, mover[:, None, None], axis=2)[..., 0]  # [B, A]
+    wins = legal & children.terminated & (child_reward > 0)
+    replies = jax.vmap(jax.vmap(step_all, in_axes=(0, None)), in_axes=(0, None))(children, actions)  # [B, A, A]
+    # An illegal reply loses for the replier and a terminal child is absorbing, so only real replies count.
+    reply_reward = jnp.take_along_axis(replies.rewards, mover[:, None, None, None], axis=3)[..., 0]
+    allows_loss = jnp.any(reply_reward < 0, axis=-1)  # [B, A]
+    safe = legal & ~allows_loss
+    has_win, has_safe = wins.any(-1, keepdims=True), safe.any(-1, keepdims=True)
+    choice = jnp.where(has_win, wins, jnp.where(has_safe, safe, legal))
+    value = jnp.where(has_win[:, 0], 1.0, jnp.where(has_safe[:, 0], jnp.nan, -1.0))
+    action_values = jnp.where(wins, 1.0, jnp.where(legal & allows_loss, -1.0, jnp.nan))
+    return Analysis(
+        action=_sample(key, choice),
+        policy=_uniform_policy(choice),
+        value=value.astype(jnp.float32),
+        action_values=action_values.astype(jnp.float32),
+    )
+
+
+def onestep_bot(game: Game) -> Bot:
+    """The one-ply tactical player ("onestep"): wins in one, blocks a loss in one, else random."""
+    return Bot("onestep", functools.partial(onestep_analysis, game=game))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# UCT: Monte-Carlo tree search with random rollouts
+
+
+class _Rollout(struct.PyTreeNode):
+    states: State  # [B]
+    returns: jax.Array  # [B, 2] float32, rewards summed per player id
+    num_steps: jax.Array  # [] int32
+
+
+def rollout_values(key: jax.Array, game: Game, states: State) -> jax.Array:
+    """Plays uniformly random moves from each state to the end: float32 [B], the outcome for the player to move
+    in each starting state (0 for a terminal one). A `lax.while_loop` that stops when every game has ended."""
+
+    def unfinished(rollout: _Rollout) -> jax.Array:
+        return jnp.any(~rollout.states.terminated) & (rollout.num_steps < game.max_length)
+
+    def play(rollout: _Rollout) -> _Rollout:
+        actions = _sample(jax.random.fold_in(key, rollout.num_steps), rollout.states.legal_action_mask)
+        states = jax.vmap(game.step)(rollout.states, actions)  # terminal states are absorbing and pay nothing
+        return _Rollout(states, rollout.returns + states.rewards, rollout.num_steps + 1)
+
+    start = _Rollout(states, jnp.zeros_like(states.rewards), jnp.int32(0))
+    end = jax.lax.while_loop(unfinished, play, start)
+    return jnp.take_along_axis(end.returns, states.current_player[:, None], axis=1)[:, 0]
+
+
+def _uct_recurrent_fn(
+    params: None, key: jax.Array, action: jax.Array, states: State, *, game: Game
+) -> tuple[mctx.RecurrentFnOutput, State]:
+    """Steps the game; the new node's value is one random rollout, for the player to move there."""
+    del params
+    mover = states.current_player
+    next_states = jax.vmap(game.step)(states, action)
+    terminal = next_states.terminated
+    # Values are for the player to move, so they flip sign when the turn passes (and not when it stays).
+    same_mover = next_states.current_player == mover
+    output = mctx.RecurrentFnOutput(
+        reward=_mover_reward(next_states, mover),
+        discount=jnp.where(terminal, 0.0, jnp.where(same_mover, 1.0, -1.0)),
+        prior_logits=jnp.zeros(next_states.legal_action_mask.shape, jnp.float32),
+        value=jnp.where(terminal, 0.0, rollout_values(key, game, next_states)),
+    )
+    return output, next_states
+
+
+def _ucb1_action(
+    key: jax.Array, tree: mctx.Tree, node_index: jax.Array, depth: jax.Array | int, *, exploration: float
+) -> jax.Array:
+    """UCB1 at one node of an unbatched tree: every legal move once (in random order), then the largest
+    Q + c * sqrt(ln N / n). The legal moves come from the node's own game state (the tree's embedding)."""
+    del depth
+    legal = tree.embeddings.legal_action_mask[node_index]  # [A]
+    visits = tree.children_visits[node_index].astype(jnp.float32)  # [A]
+    q = tree.qvalues(node_index)  # [A], for the player to move at the node
+    parent_visits = jnp.maximum(jnp.sum(visits), 1.0)
+    ucb = q + exploration * jnp.sqrt(jnp.log(parent_visits) / jnp.maximum(visits, 1.0))
+    noise = jax.random.uniform(key, visits.shape)
+    score = jnp.where(visits > 0, ucb + 1e-6 * noise, 1e6 + noise)
+    return jnp.argmax(jnp.where(legal, score, -jnp.inf)).astype(jnp.int32)
+
+
+def uct_analysis(
+    key: jax.Array, states: State, *, game: Game, num_simulations: int, exploration: float = UCT_EXPLORATION
+) -> Analysis:
+    """Plain UCT (Kocsis and Szepesvari 2006): UCB1 selection, one node added per simulation, valued by one
+    uniformly random rollout; the move played is the most visited at the root (ties broken at random).
+
+    Written with mctx's generic `mctx.search` and our own UCB1 selection (mctx's policies are PUCT or Gumbel,
+    which need a prior); the rollout runs inside the recurrent function. Jittable and batched over B. (This is
+    the one use of mctx outside `azjax.search`, whose search is the network's.) A simulation costs more as the
+    tree grows: mctx's backup is a `while_loop` under `vmap`, and each of its steps selects between old and new
+    tree arrays of size B x num_simulations x A (jax-ml/jax#8192, google-deepmind/mctx#107). Measured on the
+    2-core CPU for Connect Four, B = 100: 14 us per simulation and game at 200 simulations, 49 us at 1600.
+    `policy` is the root's visit shares, `value` the mean of the root's rollouts, `action_values` the root's
+    Q-values (NaN for unvisited moves).
+    """
+    root_key, search_key, tie_key = jax.random.split(key, 3)
+    legal = states.legal_action_mask
+    root = mctx.RootFnOutput(
+        prior_logits=jnp.zeros(legal.shape, jnp.float32),
+        value=jnp.where(states.terminated, 0.0, rollout_values(root_key, game, states)),
+        embedding=states,
+    )
+    select = functools.partial(_ucb1_action, exploration=exploration)
+    tree = mctx.search(
+        params=None,
+        rng_key=search_key,
+        root=root,
+        recurrent_fn=functools.partial(_uct_recurrent_fn, game=game),
+        root_action_selection_fn=lambda k, t, i: select(k, t, i, 0),
+        interior_action_selection_fn=select,
+        num_simulations=num_simulations,
+        max_depth=game.max_length,
+        invalid_actions=~legal,
+    )
+    summary = tree.summary()
+    visits = summary.visit_counts  # [B, A]
+    most = legal & (visits == jnp.max(jnp.where(legal, visits, -1.0), axis=-1, keepdims=True))
+    return Analysis(
+        action=_sample(tie_key, most),
+        policy=visits / jnp.maximum(visits.sum(-1, keepdims=True), 1.0),
+        value=summary.value,
+        action_values=jnp.where(legal & (visits > 0), summary.qvalues, jnp.nan),
+    )
+
+
+def uct_bot(game: Game, num_simulations: int, *, exploration: float = UCT_EXPLORATION) -> Bot:
+    """Classic Monte-Carlo tree search with random rollouts and no network ("mcts:N"), N simulations a move."""
+    if num_simulations < 1:
+        raise ValueError(f"mcts needs at least 1 simulation, got {num_simulations}")
+    analyse = functools.partial(uct_analysis, game=game, num_simulations=num_simulations, exploration=exploration)
+    return Bot(f"mcts:{num_simulations}", analyse)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Perfect play from an exact solution
+
+
+def perfect_analysis(key: jax.Array, states: State, *, solution: solver_lib.Solution) -> Analysis:
+    """Random among the optimal moves; the exact values. A state outside the table gets a random legal move."""
+    index = solver_lib.lookup(solution, states)
+    known = index >= 0
+    row = jnp.maximum(index, 0)
+    choice = jnp.where(known[:, None], solution.optimal_actions[row], states.legal_action_mask)
+    action_values = jnp.where(known[:, None] & states.legal_action_mask, solution.action_values[row], jnp.nan)
+    return Analysis(
+        action=_sample(key, choice),
+        policy=_uniform_policy(choice),
+        value=jnp.where(known, solution.values[row], jnp.nan),
+        action_values=action_values,
+    )
+
+
+def connect_four_perfect_analysis(key: jax.Array, states: BoardState, *, max_seconds: float | None) -> Analysis:
+    """Connect Four's perfect player: each move's outcome and the exact scores of the best ones from the alpha-beta
+    solver (on the host, through `jax.pure_callback`), then uniformly random among the best-scored moves (the
+    fastest win, the slowest loss, any drawing move). Values are outcomes for the player to move: +1 win, 0 draw,
+    -1 loss."""
+    legal = states.legal_action_mask
+    shape = jax.ShapeDtypeStruct(legal.shape, jnp.int8)
+    outcomes, scores = jax.pure_callback(
+        functools.partial(_connect_four_best_moves, max_seconds=max_seconds),
+        (shape, shape),
+        states.board, states.current_player, states.terminated,
+        vmap_method="broadcast_all",
+    )
+    scores = jnp.where(legal, scores.astype(jnp.int32), -1000)  # ILLEGAL (-128) marks moves of a worse outcome
+    best = legal & (scores == scores.max(axis=-1, keepdims=True))
+    outcomes = jnp.where(legal, outcomes.astype(jnp.float32), jnp.nan)
+    return Analysis(
+        action=_sample(key, best),
+        policy=_uniform_policy(best),
+        value=jnp.where(states.terminated, jnp.nan, jnp.max(jnp.where(legal, outcomes, -1.0), axis=-1)),
+        action_values=outcomes,
+    )
+
+
+_connect_four_solvers: dict = {}  # one per time limit, made at first use (~80 MB each)
+
+
+def _connect_four_best_moves(boards, players, terminated, *, max_seconds: float | None):
+    """Host side of `connect_four_perfect_analysis`: outcomes and best scores, int8 [B, 7] each (see
+    `connect_four.Solver.best_moves_bits`); zeros for terminal states."""
+    import numpy as np
+
+    from azjax.solver import connect_four
+
+    solver = _connect_four_solvers.get(max_seconds)
+    if solver is None:
+        solver = _connect_four_solvers[max_seconds] = connect_four.Solver(max_seconds=max_seconds)
+    boards, players, terminated = np.asarray(boards), np.asarray(players), np.asarray(terminated)
+    outcomes = np.zeros((len(boards), connect_four.WIDTH), np.int8)
+    scores = np.zeros((len(boards), connect_four.WIDTH), np.int8)
+    for row in np.flatnonzero(~terminated):
+        position = connect_four.encode_board(boards[row], int(players[row]))
+        outcomes[row], scores[row] = solver.best_moves_bits(*position)
+    return outcomes, scores
+
+
+def perfect_bot(
+    game: Game, solution: solver_lib.Solution | None = None, *, max_states: int = PERFECT_MAX_STATES,
+    max_seconds: float | None = CONNECT_FOUR_MAX_SECONDS,
+) -> Bot:
+    """A perfect player ("perfect"), uniformly random among optimal moves: from `solver.solve(game)` for a small
+    game (tic-tac-toe), from the alpha-beta solver for Connect Four.
+
+    Connect Four's costs on one CPU core (experiments/results/bench_solver_cpu.txt): a move from 10 random stones
+    takes 0.9 s on average (median 0.4 s, up to ~9 s), from 8 stones 2.2 s (up to ~11 s), from 15 on
+    milliseconds; the first moves take minutes. A position that takes longer than `max_seconds` stops the match
+    with `SolveTimeout`: start games from openings of 10 or more moves (`--opening-moves 10`).
+
+    Raises:
+      ValueError: the game is too large to solve exactly here (more than `max_states` positions), or cannot be
+        solved (see `solver.solve`).
+    """
+    if game.name == "connect_four":
+        return Bot("perfect", functools.partial(connect_four_perfect_analysis, max_seconds=max_seconds))
+    if solution is None:
+        try:
+            solution = solver_lib.solve(game, max_states=max_states)
+        except ValueError as error:
+            reason = str(error).split(";")[0].replace(f"max_states={max_states}", str(max_states))
+            raise ValueError(
+                f"the perfect player solves the game exactly, which is out of reach for {game.name} ({reason}); "
+                "it is for small games such as tic_tac_toe"
+            ) from None
+    return Bot("perfect", functools.partial(perfect_analysis, solution=solution))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Trained networks
+
+
+def greedy_analysis(variables: dict, key: jax.Array, states: State, *, agent: Agent) -> Analysis:
+    """The network's top move; its policy and value, and each move's value as minus the network's value of the
+    position after it (for a game where the turn passes; a terminal child is worth its reward)."""
+    del key
+    apply_fn = inference_fn(agent.network)
+    game = agent.game
+    logits, value = evaluate_states(apply_fn, variables, game, states)
+    legal = states.legal_action_mask
+    num_states, num_actions = legal.shape
+    children = jax.vmap(jax.vmap(game.step, in_axes=(None, 0)), in_axes=(0, None))(states, jnp.arange(num_actions))
+    flat = jax.tree.map(lambda x: x.reshape(num_states * num_actions, *x.shape[2:]), children)
+    _, child_value = evaluate_states(apply_fn, variables, game, flat)
+    child_value = child_value.reshape(num_states, num_actions)
+    mover = states.current_player
+    reward = jnp.take_along_axis(children.rewards, mover[:, None, None], axis=2)[..., 0]
+    sign = jnp.where(children.current_player == mover[:, None], 1.0, -1.0)
+    move_value = reward + jnp.where(children.terminated, 0.0, sign * child_value)
+    return Analysis(
+        action=jnp.argmax(logits, axis=-1).astype(jnp.int32),
+        policy=jnp.where(legal, jax.nn.softmax(logits, axis=-1), 0.0),
+        value=value.astype(jnp.float32),
+        action_values=jnp.where(legal, move_value, jnp.nan).astype(jnp.float32),
+    )
+
+
+def alphazero_analysis(variables: dict, key: jax.Array, states: State, *, search_fn: Callable) -> Analysis:
+    """The search's move, its improved policy (visit shares for PUCT), its root value, and each visited move's
+    value and visits. The move is the most visited (Gumbel MuZero: the best of the moves that survived sequential
+    halving, which have the most visits), not always the improved policy's first."""
+    output = search_fn(variables, key, states, jnp.zeros(states.current_player.shape, jnp.int32))
+    return Analysis(
+        action=output.action,
+        policy=output.policy_target,
+        value=output.root_value,
+        action_values=output.action_values,
+        visits=output.visit_counts,
+    )
+
+
+def make_alphazero_search(agent: Agent, *, num_simulations: int | None = None, policy: str | None = None) -> Callable:
+    """The agent's deterministic search (no root noise, no temperature) with optional simulations and policy
+    ("gumbel" or "puct") overrides: `search(variables, key, states, move_number) -> SearchOutput`."""
+    config = agent.search_config(num_simulations=num_simulations, deterministic=True)
+    if policy is not None:
+        if policy not in ("gumbel", "puct"):
+            raise ValueError(f"search policy must be 'gumbel' or 'puct', got {policy!r}")
+        config = dataclasses.replace(config, policy=policy)
+    return make_search_fn(agent.game, inference_fn(agent.network), config)
+
+
+def greedy_bot(agent: Agent, name: str = "greedy") -> Bot:
+    """A trained network playing its top move without search."""
+    return Bot(name, functools.partial(greedy_analysis, agent.variables, agent=agent))
+
+
+def alphazero_bot(
+    agent: Agent, *, num_simulations: int | None = None, policy: str | None = None, name: str = "az"
+) -> Bot:
+    """A trained network with mctx search: the run's search config (or `policy`, "gumbel" or "puct"), with
+    `num_simulations` (default: the run's) and no root noise, so it plays its best move."""
+    search_fn = make_alphazero_search(agent, num_simulations=num_simulations, policy=policy)
+    return Bot(name, functools.partial(alphazero_analysis, agent.variables, search_fn=search_fn))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Command-line specs
+
+SPEC_HELP = (
+    "random, onestep, mcts:N (UCT with N simulations), perfect (small games such as tic_tac_toe), "
+    "greedy:RUN_DIR (the network, no search), az:RUN_DIR[:SIMS] or just RUN_DIR (the network with search)"
+)
+
+
+class SpecError(ValueError):
+    """An agent spec cannot be read or used; the message is one line that says why."""
+
+
+def _positive_int(text: str, spec: str) -> int:
+    if not text.isdecimal() or int(text) < 1:
+        raise SpecError(f"agent {spec!r}: {text!r} is not a whole number of simulations >= 1")
+    return int(text)
+
+
+def _load(run_dir: str, spec: str) -> Agent:
+    from azjax import checkpointing
+
+    if not run_dir:
+        raise SpecError(f"agent {spec!r}: no run directory given")
+    try:
+        return load_agent(run_dir)
+    except checkpointing.CheckpointError as error:
+        raise SpecError(f"agent {spec!r}: {error}") from None
+
+
+def make_bot(
+    spec: str,
+    game: Game | None,
+    *,
+    num_simulations: int | None = None,
+    policy: str | None = None,
+    solution: solver_lib.Solution | None = None,
+) -> Bot:
+    """A bot from a command-line spec (see `SPEC_HELP`); the bot's name is the spec.
+
+    Args:
+      spec: e.g. "random", "mcts:200", "az:runs/ttt:64", "runs/ttt".
+      game: the game to play; None to take it from a run directory (then `spec` must name one).
+      num_simulations: simulations for a trained agent whose spec gives none (default: the run's).
+      policy: "gumbel" or "puct" for a trained agent's search (default: the run's).
+      solution: a ready solution for "perfect" (else it is solved here).
+    Raises:
+      SpecError: a malformed spec, a missing run directory, a run of another game, or an impossible agent.
+    """
+    spec = spec.strip()
+    kind, _, rest = spec.partition(":")
+    if spec in ("random", "onestep", "perfect") or kind == "mcts":
+        if game is None:
+            raise SpecError(f"agent {spec!r}: which game? (give --game)")
+        if spec == "random":
+            return random_bot()
+        if spec == "onestep":
+            return onestep_bot(game)
+        if spec == "perfect":
+            try:
+                return perfect_bot(game, solution)
+            except ValueError as error:
+                raise SpecError(f"agent 'perfect': {error}") from None
+        return dataclasses.replace(uct_bot(game, _positive_int(rest, spec)), name=spec)
+    if kind == "greedy":
+        agent = _load(rest, spec)
+        bot = greedy_bot(agent, name=spec)
+    elif kind == "az":
+        run_dir, sims = rest, num_simulations
+        head, _, tail = rest.rpartition(":")
+        if head and tail.isdecimal():
+            run_dir, sims = head, _positive_int(tail, spec)
+        agent = _load(run_dir, spec)
+        bot = alphazero_bot(agent, num_simulations=sims, policy=policy, name=spec)
+    elif Path(spec).is_dir():
+        agent = _load(spec, spec)
+        bot = alphazero_bot(agent, num_simulations=num_simulations, policy=policy, name=spec)
+    else:
+        raise SpecError(f"cannot read agent {spec!r}: expected {SPEC_HELP}")
+    if game is not None and agent.game.name != game.name:
+        raise SpecError(f"agent {spec!r} was trained on {agent.game.name}, not {game.name}")
+    return bot
+
+
+def game_of_spec(spec: str) -> str | None:
+    """The game a spec's run directory was trained on, or None for a spec without one (reads config.json only)."""
+    from azjax import checkpointing, rundir
+
+    spec = spec.strip()
+    kind, _, rest = spec.partition(":")
+    if kind in ("greedy", "az"):
+        head, _, tail = rest.rpartition(":")
+        run_dir = head if head and tail.isdecimal() and kind == "az" else rest
+    elif spec not in ("random", "onestep", "perfect") and kind != "mcts" and Path(spec).is_dir():
+        run_dir = spec
+    else:
+        return None
+    if not run_dir:
+        return None
+    try:
+        if (Path(run_dir) / rundir.CONFIG_FILE).is_file():
+            return rundir.read_config(Path(run_dir)).game
+        return checkpointing.restore_model(Path(run_dir))[0].game  # e.g. RUN/checkpoints/<iteration>
+    except checkpointing.CheckpointError as error:
+        raise SpecError(f"agent {spec!r}: {error}") from None

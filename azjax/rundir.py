@@ -1,0 +1,111 @@
+"""A run directory's own files, apart from its checkpoints (azjax.checkpointing):
+
+    config.json      the run's config, readable JSON (and accepted by `azjax train --config`)
+    metrics.jsonl    one JSON record per iteration
+
+Writes are atomic (a temporary file renamed into place), so a process killed mid-write leaves the previous
+version. `CheckpointError` is the one error of run directories, checkpoints and exports: its message says what is
+wrong and what to do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from azjax import config as config_lib
+
+CONFIG_FILE = "config.json"
+
+
+class CheckpointError(RuntimeError):
+    """A run directory, export or checkpoint cannot be used; the message says why and what to do."""
+
+
+def write_config(run_dir: Path, config: config_lib.Config) -> None:
+    """Writes `config.json` into the run directory (creating it), atomically."""
+    Path(run_dir).mkdir(parents=True, exist_ok=True)
+    write_text_atomic(Path(run_dir) / CONFIG_FILE, config_lib.to_json(config) + "\n")
+
+
+def read_config(run_dir: Path) -> config_lib.Config:
+    """The config of a run (or export) directory, validated; CheckpointError if missing or invalid."""
+    run_dir = Path(run_dir)
+    path = run_dir / CONFIG_FILE
+    if not run_dir.is_dir():
+        raise CheckpointError(f"{run_dir} is not a directory; pass the --out directory of a training run")
+    if not path.is_file():
+        raise CheckpointError(f"{run_dir} has no {CONFIG_FILE}; is it the directory of an azjax training run?")
+    try:
+        return config_lib.from_json(path.read_text())
+    except (OSError, UnicodeDecodeError) as error:
+        raise CheckpointError(f"cannot read {path}: {error}") from None
+    except config_lib.UnknownGameError as error:
+        raise game_unavailable(run_dir, error) from None
+    except config_lib.ConfigError as error:
+        raise CheckpointError(f"{path} is not a valid azjax config: {error}; fix or restore that file") from None
+
+
+def game_unavailable(run_dir: Path, error: config_lib.UnknownGameError) -> CheckpointError:
+    """The error for a run (or export) whose files are fine but whose game cannot be loaded in this process."""
+    return CheckpointError(
+        f"{run_dir} holds a run of a game that cannot be loaded here ({str(error).removeprefix('game: ')}); its "
+        "files are untouched: make the game importable (run the command where its module is, or set PYTHONPATH) "
+        "and try again"
+    )
+
+
+def metrics_path(run_dir: Path) -> Path:
+    """Where a run's per-iteration metrics go (JSON lines)."""
+    return Path(run_dir) / "metrics.jsonl"
+
+
+def read_metrics(run_dir: Path) -> list[dict]:
+    """Every record of a run's metrics log (a line cut short by a killed process is skipped)."""
+    path = metrics_path(run_dir)
+    if not path.is_file():
+        return []
+    records = []
+    for line in path.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return records
+
+
+def truncate_metrics(run_dir: Path, last_iteration: int) -> None:
+    """Drops the metrics records after `last_iteration` (iterations a resumed run will redo)."""
+    path = metrics_path(run_dir)
+    if not path.is_file():
+        return
+    kept = [r for r in read_metrics(run_dir) if 0 < r.get("iteration", 0) <= last_iteration]
+    write_text_atomic(path, "".join(json.dumps(r) + "\n" for r in kept))
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Writes a file so that readers see the old or the new content, never a part."""
+    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(temporary, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(temporary, path)
+    fsync_dir(path.parent)
+
+
+def fsync_dir(path: Path) -> None:
+    """Makes a rename inside `path` durable (where the platform allows it)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

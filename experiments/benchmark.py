@@ -1,0 +1,124 @@
+"""What every benchmark script here shares: the machine description, timing a jitted function, tables, configs
+from the command line, and the JSON record. A new benchmark is its measurement and a few lines of these.
+
+The scripts import it as `benchmark` (running `python experiments/X.py` puts this folder on the path; the tests
+put it there too).
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib.metadata
+import json
+import os
+import pathlib
+import platform
+import re
+import statistics
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+
+from azjax import config as config_lib
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _git_commit() -> str | None:
+    """The commit of the azjax checkout this script sits in (with "+dirty" for local changes), if any."""
+    here = pathlib.Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=here, capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return commit + ("+dirty" if dirty.strip() else "")
+
+
+def machine_info() -> dict[str, Any]:
+    """The facts about this machine and software that the figures depend on."""
+    usable_cores: int | None
+    try:
+        usable_cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        usable_cores = os.cpu_count()
+    return {
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "cpu": _cpu_model(),
+        "cpu_cores": os.cpu_count(),
+        "usable_cores": usable_cores,
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "jax": jax.__version__,
+        "backend": jax.default_backend(),
+        "devices": [str(d) for d in jax.devices()],
+        "azjax": importlib.metadata.version("azjax"),
+        "azjax_commit": _git_commit(),
+    }
+
+
+def timed(fn: Callable, args: tuple, repeats: int) -> tuple[float, list[float]]:
+    """Compile seconds and the wall-clock seconds of each of `repeats` calls of the jitted `fn(*args)` (after one
+    untimed call, which allocates)."""
+    start = time.perf_counter()
+    compiled = jax.jit(fn).lower(*args).compile()
+    compile_s = time.perf_counter() - start
+    jax.block_until_ready(compiled(*args))
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(compiled(*args))
+        times.append(time.perf_counter() - start)
+    return compile_s, times
+
+
+def median(times: Sequence[float]) -> float:
+    return statistics.median(times)
+
+
+class Table:
+    """A fixed-width table printed as rows arrive: `Table([("game", "14s"), ("iteration s", "11.3f")])`, then
+    `print(table.header())` and `print(table.row(game=..., ...))` with each column's key (its title, spaces
+    as underscores, "/" dropped) or positionally."""
+
+    def __init__(self, columns: Sequence[tuple[str, str]]):
+        self.columns = list(columns)
+
+    def header(self) -> str:
+        return " ".join(f"{title:{_width(spec, title)}s}" if spec.endswith("s") else f"{title:>{_width(spec, title)}s}"
+                        for title, spec in self.columns)
+
+    def row(self, *values: Any) -> str:
+        return " ".join(f"{value:{_width(spec, title)}{spec.lstrip('0123456789')}}"
+                        for (title, spec), value in zip(self.columns, values, strict=True))
+
+
+def _width(spec: str, title: str) -> int:
+    digits = re.match(r"\d+", spec)
+    return max(int(digits.group()) if digits else 0, len(title))
+
+
+def preset_config(game: str, preset: str, overrides: Sequence[str]) -> config_lib.Config:
+    """A game's preset with command-line overrides, each "field=value" (`--set network.num_channels=64 ...`)."""
+    return config_lib.with_overrides(config_lib.get_config(game, preset),
+                                     dict(item.split("=", 1) for item in overrides))
+
+
+def write_json(path: pathlib.Path | str | None, results: dict) -> None:
+    """Writes the results (machine description included) as indented JSON, if a path is given."""
+    if path is not None:
+        pathlib.Path(path).write_text(json.dumps(results, indent=2) + "\n")

@@ -186,6 +186,12 @@ def _preset_tic_tac_toe_cpu() -> Config:
     )
 
 
+# The GPU presets train 2 samples per played position, as every CPU preset does (the setting measured there); on
+# an accelerator self-play dominates, so that costs little: 4-9% of an iteration's network evaluations (forward
+# equivalents, a backward pass counted as two). experiments/results/replay_ratio.md has the arithmetic.
+SAMPLES_PER_POSITION = 2
+
+
 def _preset_tic_tac_toe_gpu() -> Config:
     return Config(
         game="tic_tac_toe",
@@ -193,7 +199,7 @@ def _preset_tic_tac_toe_gpu() -> Config:
         network=NetworkConfig(num_blocks=4, num_channels=64),
         search=SearchConfig(num_simulations=64),
         selfplay=SelfPlayConfig(num_games=2048, num_steps=16),
-        train=TrainConfig(batch_size=1024, num_sgd_steps=32, replay_capacity=262144),
+        train=TrainConfig(batch_size=1024, num_sgd_steps=64, replay_capacity=262144),
     )
 
 
@@ -215,7 +221,7 @@ def _preset_connect_four_gpu() -> Config:
         network=NetworkConfig(num_blocks=6, num_channels=128, compute_dtype="bfloat16"),
         search=SearchConfig(num_simulations=128),
         selfplay=SelfPlayConfig(num_games=4096, num_steps=64),
-        train=TrainConfig(batch_size=2048, num_sgd_steps=64, learning_rate=2e-3, replay_capacity=1_048_576),
+        train=TrainConfig(batch_size=2048, num_sgd_steps=256, learning_rate=2e-3, replay_capacity=1_048_576),
     )
 
 
@@ -264,7 +270,7 @@ def _preset_othello_gpu() -> Config:
         network=NetworkConfig(num_blocks=6, num_channels=128, compute_dtype="bfloat16"),
         search=SearchConfig(num_simulations=64),
         selfplay=SelfPlayConfig(num_games=2048, num_steps=64),
-        train=TrainConfig(batch_size=2048, num_sgd_steps=64, learning_rate=2e-3, replay_capacity=1_048_576),
+        train=TrainConfig(batch_size=2048, num_sgd_steps=128, learning_rate=2e-3, replay_capacity=1_048_576),
     )
 
 
@@ -326,10 +332,10 @@ def derived_preset(game: str, preset: str = "cpu") -> Config:
 
     "cpu" aims at an iteration of a few seconds on a 2-core CPU, like the catalog's CPU presets: a 2 x 32 ResNet,
     16 simulations (32 on boards of more than 64 cells), 128 games (64 with more than 512 actions, whose search
-    tree and replay policies are large) of 32 moves, 32 SGD steps of 256, 100 iterations. "gpu" follows the
+    tree and replay policies are large) of 32 moves, SGD batches of 256, 100 iterations. "gpu" follows the
     catalog's GPU presets: a 6 x 128 bfloat16 ResNet, 64 simulations, 2048 games (512 with more than 512
-    actions) of 64 moves, 64 SGD steps of 2048. The replay buffer holds every game's moves of an iteration and of
-    its longest game, as a power of two.
+    actions) of 64 moves, SGD batches of 2048. Both take SAMPLES_PER_POSITION SGD samples per played position. The
+    replay buffer holds every game's moves of an iteration and of its longest game, as a power of two.
     """
     from azjax import games  # late: config must not build games at import time
 
@@ -340,22 +346,23 @@ def derived_preset(game: str, preset: str = "cpu") -> Config:
         num_games, num_steps = (512 if many_actions else 2048), 64
         network = NetworkConfig(num_blocks=6, num_channels=128, compute_dtype="bfloat16")
         search = SearchConfig(num_simulations=64, max_num_considered_actions=min(32, built.num_actions))
-        train = TrainConfig(batch_size=2048, num_sgd_steps=64, learning_rate=2e-3)
+        train = TrainConfig(batch_size=2048, learning_rate=2e-3)
         num_iterations = 400
     else:
         num_games, num_steps = (64 if many_actions else 128), 32
         network = NetworkConfig(num_blocks=2, num_channels=32)
         search = SearchConfig(num_simulations=16 if cells <= 64 else 32)
-        train = TrainConfig(batch_size=256, num_sgd_steps=32)
+        train = TrainConfig(batch_size=256)
         num_iterations = 100
     capacity = max(2 ** math.ceil(math.log2(num_games * (num_steps + built.max_length))), 4 * train.batch_size)
+    sgd_steps = max(1, SAMPLES_PER_POSITION * num_games * num_steps // train.batch_size)
     return Config(
         game=game,
         num_iterations=num_iterations,
         network=network,
         search=search,
         selfplay=SelfPlayConfig(num_games=num_games, num_steps=num_steps),
-        train=dataclasses.replace(train, replay_capacity=capacity),
+        train=dataclasses.replace(train, replay_capacity=capacity, num_sgd_steps=sgd_steps),
     )
 
 

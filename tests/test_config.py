@@ -247,3 +247,12 @@ def test_every_field_has_help_text():
     # The listed defaults are the generic ones, and the types are the annotated ones.
     assert paths["search.num_simulations"][:2] == (int, SearchConfig().num_simulations)
     assert paths["train.learning_rate"][0] is float
+
+
+@pytest.mark.parametrize("preset", ["cpu", "gpu"])
+@pytest.mark.parametrize("game", ["tic_tac_toe", "connect_four", "gomoku", "gomoku9", "othello", "othello6", "brandub"])
+def test_every_preset_trains_two_samples_per_played_position(game, preset):
+    """The ratio measured on the CPU presets, kept on the GPU ones (experiments/results/replay_ratio.md)."""
+    config = get_config(game, preset)
+    samples = config.train.num_sgd_steps * config.train.batch_size
+    assert samples == config_lib.SAMPLES_PER_POSITION * config.selfplay.num_games * config.selfplay.num_steps

@@ -92,15 +92,11 @@ def compile_cache_everything(compile_cache_dir):
 
 @contextlib.contextmanager
 def _experiment(name: str):
-    """experiments/<name>.py loaded as the module `name` (registered in sys.modules while in use, since
-    dataclasses look their module up while the script is being executed)."""
-    path = pathlib.Path(__file__).resolve().parents[1] / "experiments" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
+    """experiments/<name>.py imported as the module `name` (experiments/ is on sys.path, as when a script runs),
+    fresh for each use and forgotten afterwards."""
+    sys.modules.pop(name, None)
     try:
-        spec.loader.exec_module(module)
-        yield module
+        yield importlib.import_module(name)
     finally:
         sys.modules.pop(name, None)
 

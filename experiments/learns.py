@@ -10,8 +10,10 @@ The first iteration's checkpoint is copied aside (OUT-first) before training con
 play the agent it started from. Both play with search (the run's simulations, no root noise), so each pair of
 games starts after --opening-moves random moves (the arena's openings: distinct between pairs, both seats of a
 pair alike; "distinct_games" counts the different games, which the intervals use); results are from the final
-agent's side, over --games games in each seat ("win_rate" = wins / games). `--seconds 0`
-evaluates the run in --out again without training it.
+agent's side, over --games games in each seat ("win_rate" = wins / games). `--mcts 400` also plays UCT with 400
+rollout simulations: the labelled positions come from random play, and a run can rank higher there and lower
+against a real opponent (Connect Four, 2026-11-24: experiments/results/connect_four_strength_cpu.txt).
+`--seconds 0` evaluates the run in --out again without training it.
 
 The bars: Connect Four >= 95% wins against random after 10 minutes and clearly ahead of the first checkpoint;
 Gomoku 9x9, Othello 6x6 and Brandub >= 90% after a few minutes.
@@ -44,6 +46,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--opening-moves", type=int, default=4, help="each pair of games starts after K random "
                         "moves, so that the two deterministic agents of the checkpoint match play many games, "
                         "not one per seat")
+    parser.add_argument("--mcts", type=int, nargs="*", default=[], metavar="N", help="also play UCT with N "
+                        "rollout simulations (e.g. 400): playing strength, which the labelled positions (random-play "
+                        "positions) can rank differently")
     parser.add_argument("--preset", default="cpu", choices=["cpu", "gpu"])
     parser.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE", help="config overrides")
     args = parser.parse_args(argv)
@@ -76,10 +81,11 @@ def main(argv: list[str] | None = None) -> dict:
         "opening_moves": args.opening_moves,
         "vs_random": match(evaluation.random_agent),
         "vs_first_checkpoint": match(first.act),
+        **{f"vs_mcts{n}": match(bots.uct_bot(final.game, n).act) for n in args.mcts},
         "evaluation_seconds": round(time.perf_counter() - start, 1),
     }
-    for match in ("vs_random", "vs_first_checkpoint"):
-        report[match]["win_rate"] = report[match]["wins"] / report[match]["games"]
+    for name in ("vs_random", "vs_first_checkpoint", *(f"vs_mcts{n}" for n in args.mcts)):
+        report[name]["win_rate"] = report[name]["wins"] / report[name]["games"]
     labelled = positions.load(args.game)
     if labelled is not None:
         start = time.perf_counter()

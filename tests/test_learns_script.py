@@ -9,12 +9,13 @@ import json
 def test_trains_keeps_the_first_checkpoint_and_reports(load_experiment, tiny_overrides, tmp_path):
     out = tmp_path / "run"
     overrides = [f"{name}={value}" for name, value in tiny_overrides.items() if name != "num_iterations"]
-    argv = ["--game", "tic_tac_toe", "--out", str(out), "--games", "4", "--opening-moves", "2", "--set", *overrides]
+    argv = ["--game", "tic_tac_toe", "--out", str(out), "--games", "4", "--opening-moves", "2", "--mcts", "2",
+            "--set", *overrides]
     with load_experiment("learns") as learns:
         report = learns.main([*argv, "--seconds", "0.01"])
         assert (tmp_path / "run-first").is_dir()  # the run after its first iteration, copied aside
         assert report["iterations"] == 2  # the first iteration, then at least one more
-        for match in ("vs_random", "vs_first_checkpoint"):
+        for match in ("vs_random", "vs_first_checkpoint", "vs_mcts2"):
             result = report[match]
             assert result["games"] == 8 and result["wins"] + result["draws"] + result["losses"] == 8
             assert result["as_first"]["wins"] + result["as_second"]["wins"] == result["wins"]

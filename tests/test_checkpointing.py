@@ -339,13 +339,16 @@ def test_stop_request_between_iterations(runs, tmp_path):
     assert any("SIGINT received" in m for m in messages)
 
 
-def test_a_time_budget_drives_the_schedule_and_is_saved(runs, tmp_path):
+def test_a_time_budget_drives_the_schedule_and_is_saved(runs, tmp_path, monkeypatch):
     """With --seconds, a cosine learning rate decays over the time budget (not the 1000 configured iterations),
-    and the share of it spent is checkpointed, so that a resumed run continues the schedule from there."""
+    and the share of it spent is checkpointed, so that a resumed run continues the schedule from there. The loop's
+    clock is a fake one that advances a second per reading, so that the test does not depend on the machine's
+    speed."""
     run_dir = tmp_path / "run"
     shutil.copytree(runs["root"] / "straight", run_dir)  # already 2N iterations: no new compilation of the state
     config = run_config(1000, **{"train.lr_schedule": "cosine"})
-    result = trainer.train(config, run_dir, max_seconds=10.0, progress=False, log=quiet)
+    monkeypatch.setattr(trainer, "_clock", itertools.count(start=0.0, step=1.0).__next__)
+    result = trainer.train(config, run_dir, max_seconds=20.0, progress=False, log=quiet)
     assert result.stop_reason == "seconds" and len(result.history) >= 3
     rates = [r["learning_rate"] for r in result.history]
     assert rates[-1] < rates[0] and all(b <= a for a, b in itertools.pairwise(rates))

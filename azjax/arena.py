@@ -34,6 +34,7 @@ import dataclasses
 import functools
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -41,13 +42,14 @@ import numpy as np
 from flax import struct
 from jax.sharding import Mesh, PartitionSpec
 
-from azjax.bots import Bot, random_analysis
+from azjax.bots import Bot, Memory, random_analysis
 from azjax.games import Game, State
 from azjax.parallel import DATA_AXIS
 from azjax.ratings import Z_95, EloFit, elo_from_score, fit_elo, wilson_interval
 from azjax.ratings import expected_score as expected_score  # re-exported: azjax.arena was its first home
 
 AgentFn = Callable[[jax.Array, State], jax.Array]  # (key, states [B]) -> actions [B] int32
+Player = AgentFn | Bot  # a bot with a memory (tree reuse) keeps it in a match; any other plays by its moves alone
 
 OPENING_CANDIDATES = 4  # openings played per pair of games, among which distinct ones are chosen
 
@@ -72,6 +74,8 @@ class _Match(struct.PyTreeNode):
     length: jax.Array  # [N] int32
     moves: jax.Array  # [N, max_length] int32
     num_steps: jax.Array  # [] int32
+    memory_a: Any = None  # [N]: agent A's memory of each game (a bot with a `Memory`), else None
+    memory_b: Any = None
 
 
 def play_opening(
@@ -130,8 +134,8 @@ def _expand_to(flags: jax.Array, like: jax.Array) -> jax.Array:
 def run_games(
     key: jax.Array,
     game: Game,
-    agent_a: AgentFn,
-    agent_b: AgentFn,
+    agent_a: Player,
+    agent_b: Player,
     num_games: int,
     *,
     opening_moves: int = 0,
@@ -184,8 +188,8 @@ def run_games(
         # picked by both.
         a_index = jnp.where(a_turn[:half], pair, pair + half)
         b_index = jnp.where(b_turn[half:], pair + half, pair)
-        take = lambda index: jax.tree.map(lambda x: x[index], match.states)  # noqa: E731
-        a_actions, b_actions = agent_a(key_a, take(a_index)), agent_b(key_b, take(b_index))
+        a_actions, memory_a = _choose(agent_a, key_a, match.states, match.memory_a, a_index, a_turn)
+        b_actions, memory_b = _choose(agent_b, key_b, match.states, match.memory_b, b_index, b_turn)
         a_moves = jnp.zeros(num_games, bool).at[a_index].set(a_turn[a_index])
         b_moves = jnp.zeros(num_games, bool).at[b_index].set(b_turn[b_index])
         actions = jnp.where(
@@ -198,20 +202,53 @@ def run_games(
         states = jax.tree.map(lambda new, old: jnp.where(_expand_to(moving, new), new, old), stepped, match.states)
         returns = match.returns + jnp.where(moving[:, None], stepped.rewards, 0.0)
         moves = _record(match.moves, actions, moving)
-        return _Match(states, returns, match.length + moving, moves, match.num_steps + 1)
+        # Each memory follows every move played in its games, whoever played it.
+        memory_a = _follow(agent_a, memory_a, actions, moving)
+        memory_b = _follow(agent_b, memory_b, actions, moving)
+        return _Match(states, returns, match.length + moving, moves, match.num_steps + 1, memory_a, memory_b)
 
     opened = jnp.sum(moves >= 0, axis=1).astype(jnp.int32)
-    start = _Match(states, jnp.zeros((num_games, 2), jnp.float32), opened, moves, jnp.int32(0))
+    memories = [_init_memory(agent, states) for agent in (agent_a, agent_b)]
+    start = _Match(states, jnp.zeros((num_games, 2), jnp.float32), opened, moves, jnp.int32(0), *memories)
     played = jax.lax.while_loop(unfinished, move, start)
     outcome = jnp.take_along_axis(played.returns, seat[:, None], axis=1)[:, 0]
     return Games(outcome=outcome, seat=seat, length=played.length, moves=played.moves)
 
 
+def _memory_of(agent: Player) -> Memory | None:
+    return agent.memory if isinstance(agent, Bot) else None
+
+
+def _init_memory(agent: Player, states: State) -> Any:
+    spec = _memory_of(agent)
+    return None if spec is None else spec.init(states)
+
+
+def _follow(agent: Player, memory: Any, actions: jax.Array, moved: jax.Array) -> Any:
+    spec = _memory_of(agent)
+    return None if spec is None else spec.follow(memory, actions, moved)
+
+
+def _choose(agent: Player, key: jax.Array, states: State, memory: Any, index: jax.Array, turn: jax.Array
+            ) -> tuple[jax.Array, Any]:
+    """The agent's moves [B] in the games `index` [B], and its memory [N] updated in those of them where it is to
+    move (`turn` [N])."""
+    chosen = jax.tree.map(lambda x: x[index], states)
+    spec = _memory_of(agent)
+    if spec is None:
+        return (agent.act if isinstance(agent, Bot) else agent)(key, chosen), memory
+    analysis, after = spec.analyse(key, chosen, jax.tree.map(lambda x: x[index], memory))
+    moves = turn[index]
+    memory = jax.tree.map(
+        lambda whole, new: whole.at[index].set(jnp.where(_expand_to(moves, new), new, whole[index])), memory, after)
+    return analysis.action, memory
+
+
 def _on_each_device(
     key: jax.Array,
     game: Game,
-    agent_a: AgentFn,
-    agent_b: AgentFn,
+    agent_a: Player,
+    agent_b: Player,
     games_per_device: int,
     opening_moves: int,
     opening_agent: AgentFn,
@@ -236,8 +273,8 @@ def _on_each_device(
 def play_games(
     key: jax.Array,
     game: Game,
-    agent_a: AgentFn,
-    agent_b: AgentFn,
+    agent_a: Player,
+    agent_b: Player,
     num_games: int,
     *,
     opening_moves: int = 0,
@@ -346,7 +383,7 @@ def play(
 ) -> MatchResult:
     """`bot_a` against `bot_b`: `num_games` games (even; half in each seat), compiled once per pair of bots;
     with a `mesh`, split over its devices (see `run_games`)."""
-    games = play_games(key, game, bot_a.act, bot_b.act, num_games, opening_moves=opening_moves,
+    games = play_games(key, game, bot_a, bot_b, num_games, opening_moves=opening_moves,
                        opening_agent=opening_agent, mesh=mesh)
     return summarize(games, bot_a.name, bot_b.name)
 

@@ -10,7 +10,8 @@ position and, where it has them, its value of each move, so that `azjax play` ca
     uct_bot(game, num_simulations)     plain Monte-Carlo tree search (UCT) with random rollouts, no network
     perfect_bot(game)                  random among the optimal moves (small games; Connect Four by alpha-beta)
     greedy_bot(agent)                  a trained network's top move, no search
-    alphazero_bot(agent, ...)          a trained network with mctx search (Gumbel or PUCT)
+    alphazero_bot(agent, ...)          a trained network with mctx search (Gumbel or PUCT); reuse_tree=True keeps
+                                       its search tree from move to move (`Bot.memory`)
     make_bot("mcts:200", game)         any of them from a command-line spec (see `make_bot`)
 
 Perspective: every value is for the player to move in the position analysed (+1 win, -1 loss); NaN where the
@@ -25,6 +26,7 @@ import functools
 import math
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -32,10 +34,12 @@ import mctx
 from flax import struct
 
 from azjax import solver as solver_lib
+from azjax import tree_reuse
 from azjax.agent import Agent, load_agent
+from azjax.config import SearchConfig
 from azjax.games import BoardState, Game, State
 from azjax.networks import inference_fn
-from azjax.search import evaluate_states, make_search_fn
+from azjax.search import SearchOutput, evaluate_states, make_search_fn
 
 UCT_EXPLORATION = math.sqrt(2.0)  # UCB1's constant for values in [-1, 1]
 PERFECT_MAX_STATES = 20_000  # the perfect player solves the game at once; beyond this many positions it refuses
@@ -54,14 +58,30 @@ class Analysis(struct.PyTreeNode):
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
+class Memory:
+    """What a bot carries from one move to the next in each game (a search tree), for the players that keep it:
+    the arena and `azjax play` hold one per game, let the bot update it when it moves, and `follow` every move
+    played in the game, the opponent's too. All three are pure and un-jitted."""
+
+    init: Callable[[State], Any]  # states [N] -> the memory of N games, nothing remembered yet
+    analyse: Callable[[jax.Array, State, Any], tuple[Analysis, Any]]  # (key, states [B], memory [B]) -> the
+    #   analysis and the memory after it, about the same positions
+    follow: Callable[[Any, jax.Array, jax.Array], Any]  # (memory [N], actions [N], moved [N] bool) -> the memory
+    #   about the positions after `actions` where `moved` (the others unchanged)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
 class Bot:
-    """A named agent. `analyse` is pure and un-jitted; callers jit it (or the match around it).
+    """A named agent. `analyse` is pure and un-jitted; callers jit it (or the match around it). A bot with a
+    `memory` (tree reuse) plays better when its caller keeps that memory (`Memory`); `analyse` alone plays as
+    if every position were new.
 
     Bots compare and hash by identity, so a bot can be a static argument of `jax.jit`.
     """
 
     name: str
     analyse: Callable[[jax.Array, State], Analysis]
+    memory: Memory | None = None
 
     def act(self, key: jax.Array, states: State) -> jax.Array:
         """The agent's moves [B] int32 for a batch of states (the `evaluation.AgentFn` interface)."""
@@ -392,7 +412,10 @@ def alphazero_analysis(variables: dict, key: jax.Array, states: State, *, search
     """The search's move, its improved policy (visit shares for PUCT), its root value, and each visited move's
     value and visits. The move is the most visited (Gumbel MuZero: the best of the moves that survived sequential
     halving, which have the most visits), not always the improved policy's first."""
-    output = search_fn(variables, key, states, jnp.zeros(states.current_player.shape, jnp.int32))
+    return _analysis_of(search_fn(variables, key, states, jnp.zeros(states.current_player.shape, jnp.int32)))
+
+
+def _analysis_of(output: SearchOutput) -> Analysis:
     return Analysis(
         action=output.action,
         policy=output.policy_target,
@@ -402,14 +425,36 @@ def alphazero_analysis(variables: dict, key: jax.Array, states: State, *, search
     )
 
 
-def make_alphazero_search(agent: Agent, *, num_simulations: int | None = None, policy: str | None = None) -> Callable:
-    """The agent's deterministic search (no root noise, no temperature) with optional simulations and policy
-    ("gumbel" or "puct") overrides: `search(variables, key, states, move_number) -> SearchOutput`."""
+def _search_memory(variables: dict, search_fn: Callable, game: Game, config: SearchConfig) -> Memory:
+    """Tree reuse for a bot: its memory is a `tree_reuse.KeptTree` per game, rooted at the game's position."""
+
+    def analyse(key: jax.Array, states: State, kept: tree_reuse.KeptTree) -> tuple[Analysis, tree_reuse.KeptTree]:
+        output = search_fn(variables, key, states, jnp.zeros(states.current_player.shape, jnp.int32), kept)
+        return _analysis_of(output), output.tree
+
+    return Memory(
+        init=lambda states: tree_reuse.empty(states, game.num_actions, config.capacity, config.num_simulations),
+        analyse=analyse,
+        follow=tree_reuse.follow,
+    )
+
+
+def alphazero_search_config(agent: Agent, *, num_simulations: int | None = None, policy: str | None = None,
+                            reuse_tree: bool = False) -> SearchConfig:
+    """The agent's deterministic search config (no root noise, no temperature) with optional simulations, policy
+    ("gumbel" or "puct") and tree reuse overrides."""
     config = agent.search_config(num_simulations=num_simulations, deterministic=True)
     if policy is not None:
         if policy not in ("gumbel", "puct"):
             raise ValueError(f"search policy must be 'gumbel' or 'puct', got {policy!r}")
         config = dataclasses.replace(config, policy=policy)
+    return dataclasses.replace(config, reuse_tree=reuse_tree, tree_capacity=None)  # the capacity for these sims
+
+
+def make_alphazero_search(agent: Agent, *, num_simulations: int | None = None, policy: str | None = None) -> Callable:
+    """The agent's deterministic search (`alphazero_search_config`):
+    `search(variables, key, states, move_number) -> SearchOutput`."""
+    config = alphazero_search_config(agent, num_simulations=num_simulations, policy=policy)
     return make_search_fn(agent.game, inference_fn(agent.network), config)
 
 
@@ -419,12 +464,17 @@ def greedy_bot(agent: Agent, name: str = "greedy") -> Bot:
 
 
 def alphazero_bot(
-    agent: Agent, *, num_simulations: int | None = None, policy: str | None = None, name: str = "az"
+    agent: Agent, *, num_simulations: int | None = None, policy: str | None = None, reuse_tree: bool = False,
+    name: str = "az",
 ) -> Bot:
     """A trained network with mctx search: the run's search config (or `policy`, "gumbel" or "puct"), with
-    `num_simulations` (default: the run's) and no root noise, so it plays its best move."""
-    search_fn = make_alphazero_search(agent, num_simulations=num_simulations, policy=policy)
-    return Bot(name, functools.partial(alphazero_analysis, agent.variables, search_fn=search_fn))
+    `num_simulations` (default: the run's) and no root noise, so it plays its best move. With `reuse_tree` it
+    keeps its search tree between moves (in the arena and `azjax play`, which keep its `memory`), following its
+    opponent's moves too, and continues it with `num_simulations` new simulations per move."""
+    config = alphazero_search_config(agent, num_simulations=num_simulations, policy=policy, reuse_tree=reuse_tree)
+    search_fn = make_search_fn(agent.game, inference_fn(agent.network), config)
+    memory = _search_memory(agent.variables, search_fn, agent.game, config) if reuse_tree else None
+    return Bot(name, functools.partial(alphazero_analysis, agent.variables, search_fn=search_fn), memory)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -432,8 +482,10 @@ def alphazero_bot(
 
 SPEC_HELP = (
     "random, onestep, mcts:N (UCT with N simulations), perfect (small games such as tic_tac_toe), "
-    "greedy:RUN_DIR (the network, no search), az:RUN_DIR[:SIMS] or just RUN_DIR (the network with search)"
+    "greedy:RUN_DIR (the network, no search), az:RUN_DIR[:SIMS][:reuse] or just RUN_DIR (the network with search; "
+    ":reuse keeps its search tree from move to move)"
 )
+REUSE_SUFFIX = ":reuse"
 
 
 class SpecError(ValueError):
@@ -468,7 +520,7 @@ def make_bot(
     """A bot from a command-line spec (see `SPEC_HELP`); the bot's name is the spec.
 
     Args:
-      spec: e.g. "random", "mcts:200", "az:runs/ttt:64", "runs/ttt".
+      spec: e.g. "random", "mcts:200", "az:runs/ttt:64", "az:runs/ttt:64:reuse", "runs/ttt".
       game: the game to play; None to take it from a run directory (then `spec` must name one).
       num_simulations: simulations for a trained agent whose spec gives none (default: the run's).
       policy: "gumbel" or "puct" for a trained agent's search (default: the run's).
@@ -495,12 +547,13 @@ def make_bot(
         agent = _load(rest, spec)
         bot = greedy_bot(agent, name=spec)
     elif kind == "az":
-        run_dir, sims = rest, num_simulations
-        head, _, tail = rest.rpartition(":")
+        reuse = rest.endswith(REUSE_SUFFIX)
+        run_dir, sims = rest.removesuffix(REUSE_SUFFIX), num_simulations
+        head, _, tail = run_dir.rpartition(":")
         if head and tail.isdecimal():
             run_dir, sims = head, _positive_int(tail, spec)
         agent = _load(run_dir, spec)
-        bot = alphazero_bot(agent, num_simulations=sims, policy=policy, name=spec)
+        bot = alphazero_bot(agent, num_simulations=sims, policy=policy, reuse_tree=reuse, name=spec)
     elif Path(spec).is_dir():
         agent = _load(spec, spec)
         bot = alphazero_bot(agent, num_simulations=num_simulations, policy=policy, name=spec)
@@ -518,6 +571,7 @@ def game_of_spec(spec: str) -> str | None:
     spec = spec.strip()
     kind, _, rest = spec.partition(":")
     if kind in ("greedy", "az"):
+        rest = rest.removesuffix(REUSE_SUFFIX) if kind == "az" else rest
         head, _, tail = rest.rpartition(":")
         run_dir = head if head and tail.isdecimal() and kind == "az" else rest
     elif spec not in ("random", "onestep", "perfect") and kind != "mcts" and Path(spec).is_dir():

@@ -7,6 +7,8 @@ A run directory (`azjax train --out DIR`; its own files, config.json and metrics
     checkpoints/<iteration>/
         model/                  the network's params and batch-norm statistics: all that inference needs
         run/                    the rest of the run state: optimizer, replay buffer, games in progress, key, iteration
+        trees/                  with search.reuse_tree: each game's search tree (a cache: restored when the
+                                search settings still fit it, otherwise the games go on with empty trees)
         meta/                   JSON: the config and that iteration's metrics
         manifest.json           the size and CRC-32 of every file above
 
@@ -36,6 +38,8 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from azjax import config as config_lib
+from azjax import tree_reuse
+from azjax.games import make as make_game
 from azjax.rundir import CONFIG_FILE, CheckpointError, fsync_dir, game_unavailable, read_config
 from azjax.rundir import metrics_path as metrics_path  # re-exported: the run directory's files
 from azjax.rundir import read_metrics as read_metrics
@@ -185,9 +189,10 @@ class CheckpointManager:
         }
         self._remove_temporaries()
         self.directory.mkdir(parents=True, exist_ok=True)
-        args = ocp.args.Composite(
-            model=ocp.args.StandardSave(model), run=ocp.args.StandardSave(run), meta=ocp.args.JsonSave(meta)
-        )
+        items = dict(model=ocp.args.StandardSave(model), run=ocp.args.StandardSave(run), meta=ocp.args.JsonSave(meta))
+        if run_state.selfplay.tree is not None:
+            items["trees"] = ocp.args.StandardSave(_tree_item(run_state.selfplay.tree))
+        args = ocp.args.Composite(**items)
         # orbax writes atomically into `staging`; the manifest joins it, and one rename publishes both.
         staging = self.directory / f".{step}.staging"
         with ocp.Checkpointer(ocp.CompositeCheckpointHandler()) as checkpointer:
@@ -224,14 +229,29 @@ class CheckpointManager:
             params=model["params"], batch_stats=model["batch_stats"], opt_state=run["opt_state"], step=run["step"]
         )
         key_impl = self.meta(step).get("key_impl")  # None for checkpoints older than this field: the default
+        games = run["selfplay"]
+        if fresh.selfplay.tree is not None:
+            games = games.replace(tree=self._restore_trees(step, saved, config, games))
         return RunState(
             train_state=train_state,
-            selfplay=run["selfplay"],
+            selfplay=games,
             replay=run["replay"],
             key=jax.random.wrap_key_data(run["key"], impl=key_impl),
             iteration=run["iteration"],
             time_progress=run["time_progress"],
         )
+
+    def _restore_trees(self, step: int, saved: config_lib.Config, config: config_lib.Config, games
+                       ) -> tree_reuse.KeptTree:
+        """The games' kept search trees: the checkpoint's, if it has them in the shape `config` asks for; else
+        empty ones (the trees are a cache of search results: the games go on, their next searches start fresh)."""
+        empty = tree_reuse.empty(games.game_state, make_game(config.game).num_actions, config.search.capacity,
+                                 config.search.num_simulations)
+        if not ((self._step_dir(step) / "trees").is_dir() and saved.search.reuse_tree
+                and saved.search.capacity == config.search.capacity):
+            return empty
+        item = self._restore_items(step, trees=jax.eval_shape(lambda: _tree_item(empty)))["trees"]
+        return empty.replace(tree=empty.tree.replace(**item["tree"]), nodes=item["nodes"])
 
     def restore_model(self, step: int | None = None) -> tuple[config_lib.Config, dict]:
         """A checkpoint's config and network variables ({"params", "batch_stats"}), checked against its manifest."""
@@ -461,13 +481,21 @@ def _restore_export(path: Path) -> tuple[config_lib.Config, dict]:
 # Helpers
 
 
+def _tree_item(kept: tree_reuse.KeptTree) -> dict:
+    """The "trees" item of a checkpoint: kept search trees as a plain dict of arrays (and game states)."""
+    tree = kept.tree
+    fields = {name: getattr(tree, name) for name in (*tree_reuse.NODE_FIELDS, "embeddings")}
+    return {"tree": fields, "nodes": kept.nodes}
+
+
 def _split(run_state: RunState) -> tuple[dict, dict]:
-    """The run state as the "model" and "run" items of a checkpoint (plain trees of arrays)."""
+    """The run state as the "model" and "run" items of a checkpoint (plain trees of arrays); kept search trees go
+    to their own item (`_tree_item`)."""
     model = {"params": run_state.train_state.params, "batch_stats": run_state.train_state.batch_stats}
     run = {
         "opt_state": run_state.train_state.opt_state,
         "step": run_state.train_state.step,
-        "selfplay": run_state.selfplay,
+        "selfplay": run_state.selfplay.replace(tree=None),
         "replay": run_state.replay,
         "key": jax.random.key_data(run_state.key),
         "iteration": run_state.iteration,

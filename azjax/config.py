@@ -47,6 +47,17 @@ class SearchConfig:
     pb_c_init: float = 1.25  # puct: exploration constant
     pb_c_base: float = 19652.0  # puct: exploration constant's visit-count scale
     temperature_moves: int = 10  # puct: sample moves from visit counts for a game's first k moves, then greedy
+    reuse_tree: bool = False  # keep the chosen move's subtree for the next search (azjax/tree_reuse.py)
+    tree_capacity: int | None = None  # reuse_tree: nodes per game's tree, >= num_simulations + 1; None: 4 x sims + 1
+
+    @property
+    def capacity(self) -> int:
+        """Nodes per game's search tree: num_simulations + 1, or with `reuse_tree` `tree_capacity` (default room
+        for the search and 3 x as many kept nodes: a move whose child holds a share p of the tree settles at
+        num_simulations / (1 - p) nodes, and p = 3/4 fits)."""
+        if not self.reuse_tree:
+            return self.num_simulations + 1
+        return self.tree_capacity if self.tree_capacity is not None else 4 * self.num_simulations + 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,6 +119,12 @@ class Config:
         _choice(self.search.policy, ("gumbel", "puct"), "search.policy")
         _positive(self.search, "num_simulations", "search.")
         _positive(self.search, "max_num_considered_actions", "search.")
+        if self.search.tree_capacity is not None and self.search.tree_capacity < self.search.num_simulations + 1:
+            raise ConfigError(
+                f"search.tree_capacity ({self.search.tree_capacity}) must hold the root and search.num_simulations "
+                f"({self.search.num_simulations}) new nodes: at least {self.search.num_simulations + 1}, or None for "
+                f"{4 * self.search.num_simulations + 1}"
+            )
         if not 0.0 <= self.search.dirichlet_fraction <= 1.0:
             raise ConfigError("search.dirichlet_fraction must lie in [0, 1]")
         _positive(self.selfplay, "num_games", "selfplay.")

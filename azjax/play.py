@@ -87,6 +87,10 @@ def play_game(
         f"against {bot.name}. Type a move such as {_example(game, state)!r}; 'help' lists the legal moves, "
         "'quit' stops."
     )
+    # A bot that reuses its search tree (`Bot.memory`) keeps it through the game, following both sides' moves.
+    memory = None if bot.memory is None else bot.memory.init(jax.tree.map(lambda x: x[None], state))
+    analyse_remembering = None if bot.memory is None else jax.jit(bot.memory.analyse)
+    follow = None if bot.memory is None else jax.jit(bot.memory.follow)
     while not bool(state.terminated):
         output_fn(game.render(state))
         if int(state.current_player) == human_player:
@@ -97,12 +101,19 @@ def play_game(
             action = typed
         else:
             batch = jax.tree.map(lambda x: x[None], state)
-            analysis = jax.device_get(analyse(jax.random.fold_in(agent_key, len(moves)), batch))
+            agent_key_now = jax.random.fold_in(agent_key, len(moves))
+            if analyse_remembering is None:
+                analysis = jax.device_get(analyse(agent_key_now, batch))
+            else:
+                analysis, memory = analyse_remembering(agent_key_now, batch, memory)
+                analysis = jax.device_get(analysis)
             action = int(analysis.action[0])
             shown = describe_move(game, bot.name, analysis, show_analysis=show_analysis, num_candidates=num_candidates)
             output_fn(shown)
         moves.append(game.action_to_string(action))
         state = step(state, action)
+        if follow is not None:
+            memory = follow(memory, jnp.array([action], jnp.int32), jnp.ones(1, bool))
     outcome = float(state.rewards[human_player])
     output_fn(game.render(state))
     output_fn("You win!" if outcome > 0 else "The agent wins." if outcome < 0 else "Draw.")

@@ -12,6 +12,10 @@ Hence every Q-value and root value in the output is from the point of view of th
 The root value averages every simulation, also those that Gumbel's sequential halving or PUCT's exploration
 spent on poor moves; `action_value`, the Q-value of the move played, is what that move is worth.
 
+Tree reuse (`SearchConfig.reuse_tree`): the search takes the tree kept from the previous move (a
+`tree_reuse.KeptTree` rooted at the searched positions) and returns its whole tree for the caller to `follow`
+along the move played; see azjax/tree_reuse.py for how each policy treats the inherited visits.
+
 Illegal actions are masked at the root through mctx's `invalid_actions` (the inverse of `legal_action_mask`,
 inverted here and nowhere else) and inside the tree by giving them the lowest prior logit; should the tree still
 pick one, the game's own rule (an illegal move loses) makes it worthless.
@@ -21,12 +25,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import mctx
 from flax import struct
 
+from azjax import tree_reuse
 from azjax.config import SearchConfig
 from azjax.games import Game, State
 from azjax.networks import ApplyFn
@@ -45,6 +51,7 @@ class SearchOutput(struct.PyTreeNode):
     visit_counts: jax.Array  # [B, A] int32, the simulations spent on each move at the root
     action_values: jax.Array  # [B, A] float32, the search's value (Q) of each visited move for the player to move
     # at the root; NaN where unvisited
+    tree: tree_reuse.KeptTree | None = None  # with reuse_tree: the whole search tree, rooted at the searched states
 
 
 def masked_logits(logits: jax.Array, legal_action_mask: jax.Array) -> jax.Array:
@@ -77,10 +84,9 @@ def _recurrent_fn(
     return output, next_states
 
 
-def make_search_fn(
-    game: Game, apply_fn: ApplyFn, config: SearchConfig
-) -> Callable[[dict, jax.Array, State, jax.Array], SearchOutput]:
-    """Builds `search(variables, key, states, move_number) -> SearchOutput` for a batch of non-terminal states.
+def make_search_fn(game: Game, apply_fn: ApplyFn, config: SearchConfig) -> Callable[..., SearchOutput]:
+    """Builds `search(variables, key, states, move_number, kept=None) -> SearchOutput` for a batch of non-terminal
+    states.
 
     Args:
       game: the game whose states are searched.
@@ -88,11 +94,16 @@ def make_search_fn(
       config: which policy (Gumbel MuZero or PUCT) and its hyperparameters.
     The returned function takes `move_number` int32 [B], the number of moves already played in each game, which
     PUCT's temperature schedule uses (sample for the first `temperature_moves` moves, then play the most visited).
+    With `config.reuse_tree` it also takes `kept`, the tree kept for these states (`tree_reuse.KeptTree` of
+    `config.capacity` nodes; None: start every game fresh), and returns the search tree in `SearchOutput.tree`.
     It is pure and un-jitted: callers jit it (or the loop around it).
     """
     recurrent_fn = functools.partial(_recurrent_fn, game=game, apply_fn=apply_fn)
 
-    def search(variables: dict, key: jax.Array, states: State, move_number: jax.Array) -> SearchOutput:
+    def search(variables: dict, key: jax.Array, states: State, move_number: jax.Array,
+               kept: tree_reuse.KeptTree | None = None) -> SearchOutput:
+        if kept is not None and not config.reuse_tree:
+            raise ValueError("a kept tree was passed to a search without reuse_tree")
         logits, value = evaluate_states(apply_fn, variables, game, states)
         root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states)
         common = dict(
@@ -104,16 +115,21 @@ def make_search_fn(
             invalid_actions=~states.legal_action_mask,
             max_depth=game.max_length,
         )
+        reuse: dict[str, Any] = dict(kept=kept, capacity=config.capacity) if config.reuse_tree else {}
         if config.policy == "gumbel":
-            output = mctx.gumbel_muzero_policy(
+            gumbel_policy = tree_reuse.gumbel_policy if config.reuse_tree else mctx.gumbel_muzero_policy
+            output = gumbel_policy(
                 **common,
+                **reuse,
                 max_num_considered_actions=config.max_num_considered_actions,
                 gumbel_scale=config.gumbel_scale,
             )
             action = output.action
         else:
-            output = mctx.muzero_policy(
+            puct_policy = tree_reuse.puct_policy if config.reuse_tree else mctx.muzero_policy
+            output = puct_policy(
                 **common,
+                **reuse,
                 dirichlet_fraction=config.dirichlet_fraction,
                 dirichlet_alpha=config.dirichlet_alpha,
                 pb_c_init=config.pb_c_init,
@@ -134,6 +150,7 @@ def make_search_fn(
             network_value=value,
             visit_counts=summary.visit_counts,
             action_values=jnp.where(summary.visit_counts > 0, summary.qvalues, jnp.nan),
+            tree=tree_reuse.searched(output.search_tree, config.num_simulations) if config.reuse_tree else None,
         )
 
     return search

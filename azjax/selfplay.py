@@ -10,6 +10,10 @@ later call sees their game end and `replay.settle` fills in the outcome. `SelfPl
 the positions of the game in progress that wait so. A game of L recorded moves needs its positions to survive in
 the ring until it ends: with `replay_capacity >= num_games * (num_steps + max_length)` none is ever overwritten
 first (otherwise the lost ones are counted in the metrics).
+
+With tree reuse (`SearchConfig.reuse_tree`), `SelfPlayState.tree` holds each game's search tree, rooted at its
+current position: after every move it follows the move played (both players' moves: one search serves both
+sides), and a game that ends restarts with nothing kept.
 """
 
 from __future__ import annotations
@@ -20,8 +24,8 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from azjax import replay
-from azjax.config import SelfPlayConfig
+from azjax import replay, tree_reuse
+from azjax.config import SearchConfig, SelfPlayConfig
 from azjax.games import Game, State
 from azjax.games.base import random_opening
 from azjax.search import SearchOutput
@@ -35,6 +39,7 @@ class SelfPlayState(struct.PyTreeNode):
     resign_disabled: jax.Array  # [B] bool, this game may not resign (measures resignation false positives)
     would_resign: jax.Array  # [B, 2] bool, a player's root value fell below the threshold in this game
     pending: jax.Array  # [B] int32, positions of the game in progress already in replay, awaiting its outcome
+    tree: tree_reuse.KeptTree | None = None  # with reuse_tree: each game's search tree, rooted at its position
 
 
 class Trajectory(struct.PyTreeNode):
@@ -54,7 +59,7 @@ class Trajectory(struct.PyTreeNode):
     false_positive: jax.Array  # [T, B, 2] bool, would_have_resigned, yet this player did not lose
 
 
-SearchFn = Callable[[dict, jax.Array, State, jax.Array], SearchOutput]
+SearchFn = Callable[..., SearchOutput]  # search.make_search_fn's (variables, key, states, move_number[, kept])
 
 
 def new_games(key: jax.Array, game: Game, config: SelfPlayConfig) -> tuple[State, jax.Array]:
@@ -69,16 +74,22 @@ def new_games(key: jax.Array, game: Game, config: SelfPlayConfig) -> tuple[State
     return jax.vmap(opening)(keys, states, counts), counts
 
 
-def init_selfplay(key: jax.Array, game: Game, config: SelfPlayConfig) -> SelfPlayState:
-    """B fresh games; a `resign_disabled_fraction` share of them will never resign."""
+def init_selfplay(key: jax.Array, game: Game, config: SelfPlayConfig, search: SearchConfig | None = None
+                  ) -> SelfPlayState:
+    """B fresh games; a `resign_disabled_fraction` share of them will never resign. With a `search` config that
+    reuses trees, each game also gets an empty tree of `search.capacity` nodes."""
     init_key, resign_key = jax.random.split(key)
     game_state, move_number = new_games(init_key, game, config)
+    tree = None
+    if search is not None and search.reuse_tree:
+        tree = tree_reuse.empty(game_state, game.num_actions, search.capacity, search.num_simulations)
     return SelfPlayState(
         game_state=game_state,
         move_number=move_number,
         resign_disabled=jax.random.uniform(resign_key, (config.num_games,)) < config.resign_disabled_fraction,
         would_resign=jnp.zeros((config.num_games, 2), bool),
         pending=jnp.zeros(config.num_games, jnp.int32),
+        tree=tree,
     )
 
 
@@ -116,7 +127,11 @@ def _selfplay_step(
     state = carry.game_state
     mover = state.current_player
     mover_one_hot = jax.nn.one_hot(mover, 2, dtype=bool)
-    searched = search_fn(variables, search_key, state, carry.move_number)
+    if carry.tree is None:
+        searched = search_fn(variables, search_key, state, carry.move_number)
+    else:
+        searched = search_fn(variables, search_key, state, carry.move_number, carry.tree)
+        assert searched.tree is not None, "a search given a kept tree returns its own"
     next_state = jax.vmap(game.step)(state, searched.action)
 
     # Resignation: the mover gives up when the search values its chosen move below the threshold (not the root
@@ -157,6 +172,9 @@ def _selfplay_step(
         resign_disabled=jnp.where(done, new_disabled, carry.resign_disabled),
         would_resign=would_resign & ~done[:, None],
         pending=jnp.where(done, 0, carry.pending + 1),
+        # The tree follows the move played; a finished game's slot starts a new game with nothing kept.
+        tree=None if searched.tree is None else tree_reuse.forget(
+            tree_reuse.follow(searched.tree, searched.action), done),
     )
     return carry, record
 

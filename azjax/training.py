@@ -130,7 +130,7 @@ def _init_run_state(config: Config, key: jax.Array) -> RunState:
     )
     return RunState(
         train_state=train_state,
-        selfplay=selfplay.init_selfplay(selfplay_key, parts.game, config.selfplay),
+        selfplay=selfplay.init_selfplay(selfplay_key, parts.game, config.selfplay, config.search),
         replay=replay.init_replay(parts.game, config.train.replay_capacity),
         key=run_key,
         iteration=jnp.int32(0),

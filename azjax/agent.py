@@ -67,7 +67,7 @@ class Agent:
         """The run's search config, adjusted for play: optionally more simulations, optionally no noise."""
         changes: dict = {}
         if num_simulations is not None:
-            changes["num_simulations"] = num_simulations
+            changes.update(num_simulations=num_simulations, tree_capacity=None)  # a kept tree's default for them
         if deterministic:
             changes.update(gumbel_scale=0.0, dirichlet_fraction=0.0, temperature_moves=0)
         return dataclasses.replace(self.config.search, **changes)

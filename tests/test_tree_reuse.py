@@ -111,6 +111,10 @@ def test_following_a_move_keeps_the_chosen_childs_subtree(setting, policy):
             for a in np.flatnonzero(tree.children_index[b, old] >= 0):
                 assert members[new_tree.children_index[b, new, a]] == tree.children_index[b, old, a]
         assert new_tree.parents[b, 0] == mctx.Tree.NO_PARENT
+        # Signs: the new root's value is for its player to move, the opponent of the old root's: minus the old
+        # root's Q-value of the move (no reward yet, the game goes on).
+        old_q = np.asarray(output.search_tree.qvalues(jnp.zeros(NUM_GAMES, jnp.int32)))[b, action[b]]
+        np.testing.assert_allclose(new_tree.node_values[b, 0], -old_q, rtol=1e-6)
         assert np.all(new_tree.node_visits[b, kept.nodes[b]:] == 0)
     after = jax.vmap(game.step)(states, action)
     np.testing.assert_array_equal(kept.tree.embeddings.board[:, 0], after.board)

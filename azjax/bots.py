@@ -440,15 +440,15 @@ def _search_memory(variables: dict, search_fn: Callable, game: Game, config: Sea
 
 
 def alphazero_search_config(agent: Agent, *, num_simulations: int | None = None, policy: str | None = None,
-                            reuse_tree: bool = False) -> SearchConfig:
+                            reuse_tree: bool = False, tree_capacity: int | None = None) -> SearchConfig:
     """The agent's deterministic search config (no root noise, no temperature) with optional simulations, policy
-    ("gumbel" or "puct") and tree reuse overrides."""
+    ("gumbel" or "puct") and tree reuse overrides (`tree_capacity` None: the default for the simulations)."""
     config = agent.search_config(num_simulations=num_simulations, deterministic=True)
     if policy is not None:
         if policy not in ("gumbel", "puct"):
             raise ValueError(f"search policy must be 'gumbel' or 'puct', got {policy!r}")
         config = dataclasses.replace(config, policy=policy)
-    return dataclasses.replace(config, reuse_tree=reuse_tree, tree_capacity=None)  # the capacity for these sims
+    return dataclasses.replace(config, reuse_tree=reuse_tree, tree_capacity=tree_capacity)
 
 
 def make_alphazero_search(agent: Agent, *, num_simulations: int | None = None, policy: str | None = None) -> Callable:
@@ -465,13 +465,15 @@ def greedy_bot(agent: Agent, name: str = "greedy") -> Bot:
 
 def alphazero_bot(
     agent: Agent, *, num_simulations: int | None = None, policy: str | None = None, reuse_tree: bool = False,
-    name: str = "az",
+    tree_capacity: int | None = None, name: str = "az",
 ) -> Bot:
     """A trained network with mctx search: the run's search config (or `policy`, "gumbel" or "puct"), with
     `num_simulations` (default: the run's) and no root noise, so it plays its best move. With `reuse_tree` it
     keeps its search tree between moves (in the arena and `azjax play`, which keep its `memory`), following its
-    opponent's moves too, and continues it with `num_simulations` new simulations per move."""
-    config = alphazero_search_config(agent, num_simulations=num_simulations, policy=policy, reuse_tree=reuse_tree)
+    opponent's moves too, and continues it with `num_simulations` new simulations per move, in a tree of
+    `tree_capacity` nodes (default `SearchConfig.capacity`'s)."""
+    config = alphazero_search_config(agent, num_simulations=num_simulations, policy=policy, reuse_tree=reuse_tree,
+                                     tree_capacity=tree_capacity)
     search_fn = make_search_fn(agent.game, inference_fn(agent.network), config)
     memory = _search_memory(agent.variables, search_fn, agent.game, config) if reuse_tree else None
     return Bot(name, functools.partial(alphazero_analysis, agent.variables, search_fn=search_fn), memory)

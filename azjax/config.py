@@ -48,16 +48,17 @@ class SearchConfig:
     pb_c_base: float = 19652.0  # puct: exploration constant's visit-count scale
     temperature_moves: int = 10  # puct: sample moves from visit counts for a game's first k moves, then greedy
     reuse_tree: bool = False  # keep the chosen move's subtree for the next search (azjax/tree_reuse.py)
-    tree_capacity: int | None = None  # reuse_tree: nodes per game's tree, >= num_simulations + 1; None: 4 x sims + 1
+    tree_capacity: int | None = None  # reuse_tree: nodes per game's tree, >= num_simulations + 1; None: 2 x sims + 1
 
     @property
     def capacity(self) -> int:
-        """Nodes per game's search tree: num_simulations + 1, or with `reuse_tree` `tree_capacity` (default room
-        for the search and 3 x as many kept nodes: a move whose child holds a share p of the tree settles at
-        num_simulations / (1 - p) nodes, and p = 3/4 fits)."""
+        """Nodes per game's search tree: num_simulations + 1, or with `reuse_tree` `tree_capacity`, by default
+        room for the search and as many kept nodes. A search costs more in a larger tree (mctx's backward pass
+        carries the whole tree through each step), and 4 x sims + 1 cost more than the nodes it kept were worth
+        (experiments/results/tree_reuse_connect_four_cpu.md)."""
         if not self.reuse_tree:
             return self.num_simulations + 1
-        return self.tree_capacity if self.tree_capacity is not None else 4 * self.num_simulations + 1
+        return self.tree_capacity if self.tree_capacity is not None else 2 * self.num_simulations + 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,7 +124,7 @@ class Config:
             raise ConfigError(
                 f"search.tree_capacity ({self.search.tree_capacity}) must hold the root and search.num_simulations "
                 f"({self.search.num_simulations}) new nodes: at least {self.search.num_simulations + 1}, or None for "
-                f"{4 * self.search.num_simulations + 1}"
+                f"{2 * self.search.num_simulations + 1}"
             )
         if not 0.0 <= self.search.dirichlet_fraction <= 1.0:
             raise ConfigError("search.dirichlet_fraction must lie in [0, 1]")

@@ -41,11 +41,19 @@ from azjax.search import make_search_fn
 from benchmark import Table, machine_info, write_json
 
 
-def strength(agent: Agent, run: str, policy: str, sims: int, games: int, opening_moves: int, seed: int) -> dict:
-    """`az:RUN:S:reuse` against `az:RUN:S` with `policy`: the reusing agent's results."""
+def capacity(sims: int, factor: int | None) -> int | None:
+    """The tree capacity `factor` x S + 1, or None for the config's default."""
+    return None if factor is None else factor * sims + 1
+
+
+def strength(agent: Agent, run: str, policy: str, sims: int, games: int, opening_moves: int, seed: int,
+             capacity_factor: int | None = None, plain_sims: int | None = None) -> dict:
+    """`az:RUN:S:reuse` against `az:RUN:S'` (S' = `plain_sims`, default S) with `policy`: the reusing agent's
+    results."""
+    plain_sims = plain_sims or sims
     reusing = bots.alphazero_bot(agent, num_simulations=sims, policy=policy, reuse_tree=True,
-                                 name=f"az:{run}:{sims}:reuse")
-    plain = bots.alphazero_bot(agent, num_simulations=sims, policy=policy, name=f"az:{run}:{sims}")
+                                 tree_capacity=capacity(sims, capacity_factor), name=f"az:{run}:{sims}:reuse")
+    plain = bots.alphazero_bot(agent, num_simulations=plain_sims, policy=policy, name=f"az:{run}:{plain_sims}")
     mesh = parallel.mesh_for(games)
     start = time.perf_counter()
     result = arena.play(jax.random.key(seed), agent.game, reusing, plain, 2 * games, opening_moves=opening_moves,
@@ -53,14 +61,16 @@ def strength(agent: Agent, run: str, policy: str, sims: int, games: int, opening
     return dict(result.to_dict(), seconds=round(time.perf_counter() - start, 1))
 
 
-def cost(agent: Agent, policy: str, sims: int, batch: int, steps: int, repeats: int) -> dict:
+def cost(agent: Agent, policy: str, sims: int, batch: int, steps: int, repeats: int,
+         capacity_factor: int | None = None) -> dict:
     """ms per self-play move of `batch` games, without and with reuse; inherited root visits and kept nodes."""
     game = agent.game
     config = SelfPlayConfig(num_games=batch, num_steps=steps)
     runs: dict[str, Any] = {}
     for reuse in (False, True):
         search_config = dataclasses.replace(agent.search_config(num_simulations=sims, deterministic=False),
-                                            policy=policy, reuse_tree=reuse, tree_capacity=None)
+                                            policy=policy, reuse_tree=reuse,
+                                            tree_capacity=capacity(sims, capacity_factor) if reuse else None)
         search_fn = make_search_fn(game, inference_fn(agent.network), search_config)
         play = jax.jit(functools.partial(selfplay.run_selfplay, game=game, search_fn=search_fn, config=config))
         state = selfplay.init_selfplay(jax.random.key(0), game, config, search_config)
@@ -99,6 +109,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--batch", type=int, default=128, help="games in the self-play cost measurement")
     parser.add_argument("--steps", type=int, default=16, help="moves per timed self-play call")
     parser.add_argument("--repeats", type=int, default=5, help="timed calls per setting")
+    parser.add_argument("--capacity-factor", type=int, help="trees of K x S + 1 nodes (default: the config's)")
+    parser.add_argument("--plain-factor", type=float, default=1.0, help="the plain agent searches round(F x S) "
+                        "simulations (e.g. the cost ratio, for a match at equal time)")
     parser.add_argument("--no-cost", action="store_true", help="only the matches")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=pathlib.Path, help="write the tables here (markdown) and JSON beside it")
@@ -113,17 +126,22 @@ def main(argv: list[str] | None = None) -> dict:
              f"{info['azjax_commit']}; network {agent.config.network.num_blocks} x "
              f"{agent.config.network.num_channels}.", "",
              f"Strength: az:RUN:S:reuse against az:RUN:S, {2 * args.games} games (half in each seat), openings of "
-             f"{args.opening_moves} random moves; the reusing agent's results.", "", "```"]
-    table = Table([("policy", "7s"), ("sims", "5d"), ("W", "4d"), ("D", "4d"), ("L", "4d"), ("distinct", "8d"),
+             f"{args.opening_moves} random moves; the reusing agent's results (sims S/S': the plain agent searched "
+             f"S'); trees of {'the default' if args.capacity_factor is None else f'{args.capacity_factor} x S + 1'} "
+             "nodes.", "", "```"]
+    table = Table([("policy", "7s"), ("sims", "7s"), ("W", "4d"), ("D", "4d"), ("L", "4d"), ("distinct", "8d"),
                    ("score", "6.3f"), ("95% CI", "13s"), ("Elo", "5.0f"), ("Elo 95% CI", "11s"), ("s", "6.1f")])
     lines.append(table.header())
     print("\n".join(lines), flush=True)
     results: dict[str, Any] = {"machine": info, "run": args.run, "game": agent.game.name, "strength": [], "cost": []}
     for policy in args.policies:
         for sims in sims_list:
-            match = strength(agent, args.run, policy, sims, args.games, args.opening_moves, args.seed)
-            results["strength"].append(dict(match, policy=policy, simulations=sims))
-            row = table.row(policy, sims, match["wins"], match["draws"], match["losses"], match["distinct_games"],
+            plain_sims = round(args.plain_factor * sims)
+            match = strength(agent, args.run, policy, sims, args.games, args.opening_moves, args.seed,
+                             args.capacity_factor, plain_sims)
+            results["strength"].append(dict(match, policy=policy, simulations=sims, plain_simulations=plain_sims))
+            label = f"{sims}/{plain_sims}" if plain_sims != sims else str(sims)
+            row = table.row(policy, label, match["wins"], match["draws"], match["losses"], match["distinct_games"],
                             match["score"], f"{match['score_low']:.3f}-{match['score_high']:.3f}", match["elo"],
                             f"{match['elo_low']:.0f}..{match['elo_high']:.0f}", match["seconds"])
             lines.append(row)
@@ -138,7 +156,7 @@ def main(argv: list[str] | None = None) -> dict:
         print("\n".join(block), flush=True)
         for policy in args.policies:
             for sims in sims_list:
-                measured = cost(agent, policy, sims, args.batch, args.steps, args.repeats)
+                measured = cost(agent, policy, sims, args.batch, args.steps, args.repeats, args.capacity_factor)
                 results["cost"].append(dict(measured, policy=policy, simulations=sims))
                 row = cost_table.row(policy, sims, measured["ms_per_move"], measured["ms_per_move_reuse"],
                                      measured["ms_per_move_reuse"] / measured["ms_per_move"],

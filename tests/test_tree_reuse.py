@@ -223,7 +223,7 @@ def test_reuse_with_nothing_kept_searches_as_without(setting, policy):
     moves = jnp.zeros(NUM_GAMES, jnp.int32)
     a = plain(variables, jax.random.key(7), states, moves)
     b = reusing(variables, jax.random.key(7), states, moves)
-    assert a.tree is None and b.tree is not None and b.tree.capacity == 4 * NUM_SIMULATIONS + 1
+    assert a.tree is None and b.tree is not None and b.tree.capacity == 2 * NUM_SIMULATIONS + 1
     for name in ("action", "policy_target", "root_value", "visit_counts"):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
     with pytest.raises(ValueError, match="reuse_tree"):
@@ -233,7 +233,7 @@ def test_reuse_with_nothing_kept_searches_as_without(setting, policy):
 def test_config_fields(tiny_config):
     config = config_lib.with_overrides(tiny_config, {"search.reuse_tree": "true", "search.tree_capacity": "9"})
     assert config.search.reuse_tree and config.search.capacity == 9
-    assert config_lib.with_overrides(config, {"search.tree_capacity": "none"}).search.capacity == 4 * 4 + 1
+    assert config_lib.with_overrides(config, {"search.tree_capacity": "none"}).search.capacity == 2 * 4 + 1
     assert dataclasses.replace(config.search, reuse_tree=False).capacity == 5
     with pytest.raises(ConfigError, match=r"search.tree_capacity \(4\) must hold the root"):
         config_lib.with_overrides(config, {"search.tree_capacity": "4"})
@@ -276,7 +276,7 @@ def test_a_checkpoint_resumes_with_the_same_trees(reusing_run, tmp_path):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     # Other search settings: the games go on with empty trees; without reuse, with none.
     other = manager.restore(config_lib.with_overrides(config, {"search.num_simulations": "4"}))
-    assert other.selfplay.tree.capacity == 17 and not np.any(np.asarray(other.selfplay.tree.nodes))
+    assert other.selfplay.tree.capacity == 9 and not np.any(np.asarray(other.selfplay.tree.nodes))
     assert manager.restore(config_lib.with_overrides(config, {"search.reuse_tree": "false"})).selfplay.tree is None
 
 

@@ -25,6 +25,6 @@ def test_matches_and_cost(load_experiment, tiny_config, tmp_path):
         assert match["score_low"] <= match["score"] <= match["score_high"]
     for measured in results["cost"]:
         assert measured["ms_per_move"] > 0 and measured["ms_per_move_reuse"] > 0
-        assert measured["capacity"] == 4 * 6 + 1 and 0 <= measured["kept_nodes"] <= measured["capacity"] - 6
+        assert measured["capacity"] == 2 * 6 + 1 and 0 <= measured["kept_nodes"] <= measured["capacity"] - 6
     assert "az:RUN:S:reuse against az:RUN:S" in out.read_text()
     assert json.loads(out.with_suffix(".json").read_text())["game"] == "tic_tac_toe"

@@ -10,8 +10,8 @@ position and, where it has them, its value of each move, so that `azjax play` ca
     uct_bot(game, num_simulations)     plain Monte-Carlo tree search (UCT) with random rollouts, no network
     perfect_bot(game)                  random among the optimal moves (small games; Connect Four by alpha-beta)
     greedy_bot(agent)                  a trained network's top move, no search
-    alphazero_bot(agent, ...)          a trained network with mctx search (Gumbel or PUCT); reuse_tree=True keeps
-                                       its search tree from move to move (`Bot.memory`)
+    alphazero_bot(agent, ...)          a trained network with mctx search (Gumbel or PUCT); with tree reuse (by
+                                       default for PUCT) it keeps its search tree from move to move (`Bot.memory`)
     make_bot("mcts:200", game)         any of them from a command-line spec (see `make_bot`)
 
 Perspective: every value is for the player to move in the position analysed (+1 win, -1 loss); NaN where the
@@ -464,14 +464,17 @@ def greedy_bot(agent: Agent, name: str = "greedy") -> Bot:
 
 
 def alphazero_bot(
-    agent: Agent, *, num_simulations: int | None = None, policy: str | None = None, reuse_tree: bool = False,
+    agent: Agent, *, num_simulations: int | None = None, policy: str | None = None, reuse_tree: bool | None = None,
     tree_capacity: int | None = None, name: str = "az",
 ) -> Bot:
     """A trained network with mctx search: the run's search config (or `policy`, "gumbel" or "puct"), with
-    `num_simulations` (default: the run's) and no root noise, so it plays its best move. With `reuse_tree` it
+    `num_simulations` (default: the run's) and no root noise, so it plays its best move. With `reuse_tree` (None:
+    with PUCT, where it won at equal time; not with Gumbel MuZero, where it did not gain: README, "Tree reuse") it
     keeps its search tree between moves (in the arena and `azjax play`, which keep its `memory`), following its
     opponent's moves too, and continues it with `num_simulations` new simulations per move, in a tree of
     `tree_capacity` nodes (default `SearchConfig.capacity`'s)."""
+    if reuse_tree is None:
+        reuse_tree = (policy or agent.config.search.policy) == "puct"
     config = alphazero_search_config(agent, num_simulations=num_simulations, policy=policy, reuse_tree=reuse_tree,
                                      tree_capacity=tree_capacity)
     search_fn = make_search_fn(agent.game, inference_fn(agent.network), config)
@@ -484,10 +487,10 @@ def alphazero_bot(
 
 SPEC_HELP = (
     "random, onestep, mcts:N (UCT with N simulations), perfect (small games such as tic_tac_toe), "
-    "greedy:RUN_DIR (the network, no search), az:RUN_DIR[:SIMS][:reuse] or just RUN_DIR (the network with search; "
-    ":reuse keeps its search tree from move to move)"
+    "greedy:RUN_DIR (the network, no search), az:RUN_DIR[:SIMS][:reuse|:fresh] or just RUN_DIR (the network with "
+    "search; :reuse keeps its search tree from move to move, :fresh does not; default: reuse with PUCT only)"
 )
-REUSE_SUFFIX = ":reuse"
+TREE_SUFFIXES = {":reuse": True, ":fresh": False}  # az:RUN[:SIMS]<suffix>: tree reuse on or off
 
 
 class SpecError(ValueError):
@@ -522,7 +525,7 @@ def make_bot(
     """A bot from a command-line spec (see `SPEC_HELP`); the bot's name is the spec.
 
     Args:
-      spec: e.g. "random", "mcts:200", "az:runs/ttt:64", "az:runs/ttt:64:reuse", "runs/ttt".
+      spec: e.g. "random", "mcts:200", "az:runs/ttt:64", "az:runs/ttt:64:reuse", "az:runs/ttt:fresh", "runs/ttt".
       game: the game to play; None to take it from a run directory (then `spec` must name one).
       num_simulations: simulations for a trained agent whose spec gives none (default: the run's).
       policy: "gumbel" or "puct" for a trained agent's search (default: the run's).
@@ -549,8 +552,8 @@ def make_bot(
         agent = _load(rest, spec)
         bot = greedy_bot(agent, name=spec)
     elif kind == "az":
-        reuse = rest.endswith(REUSE_SUFFIX)
-        run_dir, sims = rest.removesuffix(REUSE_SUFFIX), num_simulations
+        reuse, run_dir = _tree_suffix(rest)
+        sims = num_simulations
         head, _, tail = run_dir.rpartition(":")
         if head and tail.isdecimal():
             run_dir, sims = head, _positive_int(tail, spec)
@@ -566,6 +569,14 @@ def make_bot(
     return bot
 
 
+def _tree_suffix(rest: str) -> tuple[bool | None, str]:
+    """An az spec's tree-reuse suffix (True, False, or None: none given) and the rest without it."""
+    for suffix, reuse in TREE_SUFFIXES.items():
+        if rest.endswith(suffix):
+            return reuse, rest.removesuffix(suffix)
+    return None, rest
+
+
 def game_of_spec(spec: str) -> str | None:
     """The game a spec's run directory was trained on, or None for a spec without one (reads config.json only)."""
     from azjax import checkpointing, rundir
@@ -573,7 +584,7 @@ def game_of_spec(spec: str) -> str | None:
     spec = spec.strip()
     kind, _, rest = spec.partition(":")
     if kind in ("greedy", "az"):
-        rest = rest.removesuffix(REUSE_SUFFIX) if kind == "az" else rest
+        rest = _tree_suffix(rest)[1] if kind == "az" else rest
         head, _, tail = rest.rpartition(":")
         run_dir = head if head and tail.isdecimal() and kind == "az" else rest
     elif spec not in ("random", "onestep", "perfect") and kind != "mcts" and Path(spec).is_dir():

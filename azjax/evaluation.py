@@ -229,7 +229,7 @@ def _evaluate(
     mesh: Mesh | None,
 ) -> dict[str, jax.Array]:
     agent = make_agent(config, variables)
-    player = bots_lib.alphazero_bot(agent, num_simulations=num_simulations)
+    player = bots_lib.alphazero_bot(agent, num_simulations=num_simulations, reuse_tree=False)  # plays by .act
     results = {}
     for match_key, name, bot in zip(jax.random.split(key, len(bots)), names, bots, strict=True):
         outcome = arena.run_games(match_key, game, player.act, bot.act, num_games, mesh=mesh).outcome

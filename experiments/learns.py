@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> dict:
     if labelled is not None:
         start = time.perf_counter()
         network = evaluation.judge_bot(key, bots.greedy_bot(final), labelled)
-        searched = evaluation.judge_bot(key, bots.alphazero_bot(final), labelled)
+        searched = evaluation.judge_bot(key, bots.alphazero_bot(final, reuse_tree=False), labelled)
         print(f"network's top move on {labelled.num_positions} solved positions:\n{network.format()}")
         print(f"search's move ({final.config.search.num_simulations} simulations):\n{searched.format()}")
         report["positions"] = {"network": network.to_dict(), "search": searched.to_dict(),

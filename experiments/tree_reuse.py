@@ -53,7 +53,8 @@ def strength(agent: Agent, run: str, policy: str, sims: int, games: int, opening
     plain_sims = plain_sims or sims
     reusing = bots.alphazero_bot(agent, num_simulations=sims, policy=policy, reuse_tree=True,
                                  tree_capacity=capacity(sims, capacity_factor), name=f"az:{run}:{sims}:reuse")
-    plain = bots.alphazero_bot(agent, num_simulations=plain_sims, policy=policy, name=f"az:{run}:{plain_sims}")
+    plain = bots.alphazero_bot(agent, num_simulations=plain_sims, policy=policy, reuse_tree=False,
+                               name=f"az:{run}:{plain_sims}")
     mesh = parallel.mesh_for(games)
     start = time.perf_counter()
     result = arena.play(jax.random.key(seed), agent.game, reusing, plain, 2 * games, opening_moves=opening_moves,

@@ -325,7 +325,11 @@ def test_reuse_specs(setting, untrained_run):
     bot = bots.make_bot(f"az:{untrained_run}:6:reuse", game)
     assert bot.memory is not None and bot.name == f"az:{untrained_run}:6:reuse"
     assert bots.make_bot(f"az:{untrained_run}:reuse", game).memory is not None
-    assert bots.make_bot(f"az:{untrained_run}:6", game).memory is None
+    assert bots.make_bot(f"az:{untrained_run}:6", game).memory is None  # the run searches with Gumbel MuZero
+    assert bots.make_bot(f"az:{untrained_run}:6", game, policy="puct").memory is not None  # PUCT: reuse by default
+    assert bots.make_bot(f"az:{untrained_run}:fresh", game, policy="puct").memory is None
+    assert bots.make_bot(str(untrained_run), game, policy="puct").memory is not None
+    assert bots.game_of_spec(f"az:{untrained_run}:fresh") == "tic_tac_toe"
     assert bots.game_of_spec(f"az:{untrained_run}:6:reuse") == "tic_tac_toe"
     result = arena.play(jax.random.key(1), game, bot, bots.random_bot(), 8)
     assert result.games == 8

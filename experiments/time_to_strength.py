@@ -4,15 +4,16 @@ wall time on the same game, network, search and number of parallel games, both j
     python experiments/time_to_strength.py --game connect_four --seconds 600 --out runs/race
     python experiments/time_to_strength.py --seconds 60 --marks 30 60 --games-per-seat 10     # a quick look
 
-azjax trains its CPU preset as `azjax train --seconds S` does (its default device layout unless --devices),
-checkpointing every --checkpoint-every iterations. The reference is pgx's algorithm written with azjax's game,
-network and search (Gumbel MuZero, the same simulations): each iteration starts all B games afresh and plays
---reference-steps moves (a game that ends restarts at once); value targets discount the rewards backwards inside
-that window (-1 per move: each value is for the player to move), and a position whose game does not end inside
-the window gets no value loss but keeps its policy loss; every position then trains once, shuffled, in minibatches
-of the preset's SGD batch size, with softmax cross-entropy + 0.5 x squared error and Adam at the preset's peak
-learning rate, no weight decay, no replay, no symmetries. pgx's example shuffles and loops over minibatches on the
-host; here the whole iteration is one jitted program, on one device, which only helps the reference.
+azjax trains its CPU preset (--preset gpu: the GPU one) as `azjax train --seconds S` does (its default device layout
+unless --devices), checkpointing every --checkpoint-every iterations. The reference is pgx's algorithm written with
+azjax's game, network and search (Gumbel MuZero, the same simulations): each iteration starts all B games afresh and
+plays --reference-steps moves (a game that ends restarts at once); value targets discount the rewards backwards
+inside that window (-1 per move: each value is for the player to move), and a position whose game does not end
+inside the window gets no value loss but keeps its policy loss; every position then trains once, shuffled, in
+minibatches of the preset's SGD batch size, with softmax cross-entropy + 0.5 x squared error and Adam at the
+preset's peak learning rate, no weight decay, no replay, no symmetries. pgx's example shuffles and loops over
+minibatches on the host; here the whole iteration is one jitted program, on one device, which only helps the
+reference.
 
 Strength is the share of the game's labelled positions (azjax.solver.positions) where the network's top move
 keeps the game-theoretic outcome. The script prints both runs' figures at the --marks (seconds of training,
@@ -182,13 +183,15 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--checkpoint-every", type=int, default=5, help="azjax's checkpoints, in iterations")
     parser.add_argument("--devices", type=int, help="azjax's device count (default: its own layout rule)")
     parser.add_argument("--games-per-seat", type=int, default=100, help="games each way in the final match")
+    parser.add_argument("--preset", default="cpu", choices=["cpu", "gpu"], help="the preset both start from "
+                        "(default: cpu; gpu on an accelerator)")
     parser.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE", help="config overrides of both "
                         "(network, search, games, batch size, learning rate, seed)")
     args = parser.parse_args(argv)
     labelled = positions.load(args.game)
     if labelled is None:
         parser.error(f"{args.game} has no labelled positions to judge strength on")
-    config = preset_config(args.game, "cpu", ["num_iterations=1000000", *args.set])
+    config = preset_config(args.game, args.preset, ["num_iterations=1000000", *args.set])
     azjax_dir = args.out / "azjax"
     if azjax_dir.exists():
         parser.error(f"{azjax_dir} exists; pass a new --out")

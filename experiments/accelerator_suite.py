@@ -1,0 +1,279 @@
+"""Everything we want to know about an accelerator, in one command: run it first on any GPU or TPU you get.
+
+    python experiments/accelerator_suite.py                    # the whole suite on the device jax sees
+    python experiments/accelerator_suite.py --no-training      # throughput only (minutes)
+    python experiments/accelerator_suite.py --quick            # a tiny version, e.g. on the CPU (the tests run it;
+                                                               # it leaves Go out)
+
+It writes experiments/results/<device>-<date>.md and .json (--out-dir elsewhere):
+
+1. Self-play throughput, azjax beside the pgx + mctx reference of bench_selfplay.py in the same run (pgx
+   installed; otherwise azjax alone): Connect Four, networks 4 x 64 and 6 x 128, games B in 256 .. 8192, 32 and
+   128 simulations, float32 and bfloat16; positions/s (median of --repeats alternating calls of --steps moves),
+   simulations/s, the ratio, compile seconds. Beside each row: the network's FLOPs per position evaluation (XLA's
+   cost analysis of the compiled network on the batch), the FLOP rate that self-play achieves in network
+   evaluations alone (FLOPs x (S + 1) evaluations per move x positions/s) and, where the device's peak is known
+   (`PEAK_TFLOPS`, or --peak-tflops), its share of the peak: the network-FLOP bound. Go 9x9 through pgx at one
+   setting (azjax alone).
+2. Per network: SGD steps/s at the GPU preset's batch, peak device memory (`device.memory_stats()`, where the
+   backend reports it) and the largest game batch whose self-play compiles and runs (doubling until the device
+   runs out of memory, up to --max-batch).
+3. Training (unless --no-training): a --train-seconds Connect Four run of the GPU preset with
+   experiments/learns.py (then its agent against UCT-1600, its first checkpoint and perfect play), and the race of
+   experiments/time_to_strength.py at the GPU preset.
+
+The targets on one H100 (issue "Outgrowing one machine"): >= 2 x the reference's positions/s at equal network and
+simulations for B >= 1024 (bfloat16), >= 25% of the FLOP bound for 6 x 128 at B >= 1024, and the Connect Four GPU
+preset scoring >= 0.95 against UCT-1600 within 15 minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import pathlib
+import re
+import statistics
+import time
+from typing import Any
+
+import bench_selfplay
+import jax
+import jax.numpy as jnp
+
+from azjax.config import Config, NetworkConfig, SearchConfig, SelfPlayConfig
+from azjax.networks import inference_fn, init_variables
+from azjax.training import make_components
+
+from benchmark import Table, machine_info, write_json
+
+# Dense peak TFLOP/s by device kind (substring of `device.device_kind`) and compute dtype, from the vendors' data
+# sheets (without sparsity); a device not listed has no bound unless --peak-tflops gives it.
+PEAK_TFLOPS = {
+    "H100": {"bfloat16": 989.0, "float32": 67.0},
+    "H200": {"bfloat16": 989.0, "float32": 67.0},
+    "A100": {"bfloat16": 312.0, "float32": 19.5},
+    "TPU v4": {"bfloat16": 275.0, "float32": 275.0 / 4},
+    "TPU v5 lite": {"bfloat16": 197.0, "float32": 197.0 / 4},
+}
+
+FULL = dict(networks=[(4, 64), (6, 128)], batch_sizes=[256, 1024, 4096, 8192], simulations=[32, 128],
+            dtypes=["float32", "bfloat16"], steps=16, repeats=3, max_batch=65536)
+QUICK = dict(networks=[(1, 8)], batch_sizes=[8], simulations=[2], dtypes=["float32", "bfloat16"], steps=2, repeats=1,
+             max_batch=32)
+
+
+def peak_tflops(device: jax.Device, dtype: str, given: float | None) -> float | None:
+    if given is not None:
+        return given
+    for kind, peaks in PEAK_TFLOPS.items():
+        if kind.lower() in device.device_kind.lower():
+            return peaks[dtype]
+    return None
+
+
+def selfplay_config(game: str, blocks: int, channels: int, dtype: str, batch: int, sims: int, steps: int) -> Config:
+    return Config(
+        game=game,
+        network=NetworkConfig(num_blocks=blocks, num_channels=channels, compute_dtype=dtype),
+        search=SearchConfig(policy="gumbel", num_simulations=sims),
+        selfplay=SelfPlayConfig(num_games=batch, num_steps=steps),
+    ).validate()
+
+
+def network_flops(config: Config, variables: dict) -> float | None:
+    """FLOPs of one network evaluation of the game batch, by XLA's cost analysis of the compiled network."""
+    parts = make_components(config)
+    observations = jnp.zeros((config.selfplay.num_games, *parts.game.observation_shape), jnp.float32)
+    compiled = jax.jit(inference_fn(parts.network)).lower(variables, observations).compile()
+    analysis = compiled.cost_analysis()
+    analysis = analysis[0] if isinstance(analysis, list) else analysis
+    flops = (analysis or {}).get("flops")
+    return float(flops) if flops else None
+
+
+def peak_memory(device: jax.Device) -> int | None:
+    stats = device.memory_stats() if hasattr(device, "memory_stats") else None
+    return (stats or {}).get("peak_bytes_in_use")
+
+
+def throughput_row(config: Config, variables: dict, pgx: Any, repeats: int, device: jax.Device,
+                   peak: float | None, key: jax.Array) -> dict:
+    """One (network, dtype, B, S) of self-play: azjax and the reference side by side, and the FLOP bound."""
+    impls = [bench_selfplay.azjax_implementation(config)]
+    if pgx is not None and config.game == bench_selfplay.GAME:
+        network = make_components(config).network
+        impls.append(bench_selfplay.reference_implementation(pgx, network, config.search, config.selfplay.num_steps))
+    results = bench_selfplay.measure(impls, variables, batch_size=config.selfplay.num_games, num_repeats=repeats,
+                                     key=key)
+    call_positions = config.selfplay.num_games * config.selfplay.num_steps
+    rates = {label: call_positions / statistics.median(m.times_s) for label, m in results.items()}
+    flops = network_flops(config, variables)
+    per_position = flops / config.selfplay.num_games if flops else None
+    achieved = per_position * (config.search.num_simulations + 1) * rates["azjax"] / 1e12 if per_position else None
+    net = config.network
+    return {
+        "game": config.game,
+        "network": f"{net.num_blocks}x{net.num_channels}",
+        "dtype": net.compute_dtype,
+        "batch_size": config.selfplay.num_games,
+        "simulations": config.search.num_simulations,
+        "azjax_positions_per_s": rates["azjax"],
+        "reference_positions_per_s": rates.get("reference"),
+        "ratio": rates["azjax"] / rates["reference"] if "reference" in rates else None,
+        "simulations_per_s": rates["azjax"] * config.search.num_simulations,
+        "flops_per_evaluation": per_position,
+        "network_tflops": achieved,
+        "share_of_peak": achieved / peak if achieved and peak else None,
+        "compile_s": {label: m.compile_s for label, m in results.items()},
+        "times_s": {label: m.times_s for label, m in results.items()},
+        "peak_memory_bytes": peak_memory(device),
+    }
+
+
+def sgd_steps_per_second(game: str, blocks: int, channels: int, dtype: str, repeats: int, quick: bool) -> float:
+    """SGD steps/s of a `blocks` x `channels` network at the game's GPU preset batch (its replay filled once)."""
+    from azjax import config as config_lib
+    from azjax import training
+
+    preset = config_lib.get_config(game, "gpu")
+    overrides: dict[str, Any] = {"network.num_blocks": blocks, "network.num_channels": channels,
+                                 "network.compute_dtype": dtype}
+    if quick:
+        overrides.update({"selfplay.num_games": 8, "selfplay.num_steps": 16, "train.batch_size": 16,
+                          "train.num_sgd_steps": 2, "train.replay_capacity": 256, "search.num_simulations": 2,
+                          "search.max_num_considered_actions": 2})
+    config = config_lib.with_overrides(preset, overrides)
+    run_state, _ = jax.jit(training.make_train_iteration(config))(training.init_run_state(config))
+    parts = training.make_components(config)
+    sgd = jax.jit(lambda key, state, replay: training.run_sgd_steps(key, state, replay, parts=parts, config=config))
+    jax.block_until_ready(sgd(jax.random.key(0), run_state.train_state, run_state.replay))
+    times = []
+    for i in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(sgd(jax.random.key(i + 1), run_state.train_state, run_state.replay))
+        times.append(time.perf_counter() - start)
+    return config.train.num_sgd_steps / statistics.median(times)
+
+
+def largest_batch(blocks: int, channels: int, dtype: str, sims: int, start: int, limit: int) -> int | None:
+    """The largest power-of-two multiple of `start` games (up to `limit`) whose self-play runs on the device."""
+    fits = None
+    batch = start
+    while batch <= limit:
+        config = selfplay_config("connect_four", blocks, channels, dtype, batch, sims, 2)
+        impl = bench_selfplay.azjax_implementation(config)
+        parts = make_components(config)
+        variables = init_variables(parts.network, jax.random.key(0), parts.game.observation_shape)
+        try:
+            state = jax.jit(impl.init, static_argnums=1)(jax.random.key(1), batch)
+            jax.block_until_ready(jax.jit(impl.play)(jax.random.key(2), variables, state))
+        except Exception as error:  # out of memory surfaces as several XLA error types; others re-raised
+            if "RESOURCE_EXHAUSTED" in str(error) or "out of memory" in str(error).lower():
+                break
+            raise
+        fits = batch
+        batch *= 2
+    return fits
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a tiny version (networks, batches, steps)")
+    parser.add_argument("--no-training", action="store_true", help="skip part 3 (the training runs)")
+    parser.add_argument("--train-seconds", type=float, default=900.0, help="part 3's Connect Four run")
+    parser.add_argument("--peak-tflops", type=float, help="the device's peak, if PEAK_TFLOPS lacks it")
+    parser.add_argument("--out-dir", type=pathlib.Path, default=pathlib.Path(__file__).parent / "results")
+    args = parser.parse_args(argv)
+    plan = QUICK if args.quick else FULL
+    device = jax.devices()[0]
+    info = machine_info()
+    pgx = bench_selfplay._import_pgx()
+    name = re.sub(r"[^A-Za-z0-9]+", "-", f"{device.platform}-{device.device_kind}").strip("-").lower()
+    stem = f"{name}-{datetime.date.today().isoformat()}"
+    lines = [f"# Accelerator suite: {device.device_kind} ({device.platform})", "",
+             f"{info['date']}, jax {info['jax']}, azjax {info['azjax_commit']}, {len(jax.devices())} device(s); "
+             f"reference: {'pgx ' + pgx.__version__ + ' + mctx' if pgx else 'none (pgx not installed)'}"
+             f"{'; --quick' if args.quick else ''}.", ""]
+    results: dict[str, Any] = {"machine": info, "device_kind": device.device_kind, "quick": args.quick,
+                               "throughput": [], "per_network": [], "training": {}}
+
+    table = Table([("game", "12s"), ("net", "6s"), ("dtype", "8s"), ("B", "6d"), ("S", "4d"), ("azjax pos/s", "12.0f"),
+                   ("ref pos/s", "10s"), ("ratio", "6s"), ("sims/s", "11.0f"), ("net TFLOP/s", "11s"),
+                   ("of peak", "7s"), ("compile s", "9.1f")])
+    lines += ["## Self-play throughput", "", "```", table.header()]
+    print("\n".join(lines), flush=True)
+    key = jax.random.key(0)
+    settings = [("connect_four", b, c, d, n, s) for (b, c) in plan["networks"] for d in plan["dtypes"]
+                for s in plan["simulations"] for n in plan["batch_sizes"]]
+    if not args.quick:  # Go's compilation alone would double the quick run
+        settings.append(("pgx:go_9x9", *plan["networks"][-1], "bfloat16", plan["batch_sizes"][-1],
+                         plan["simulations"][0]))
+    for game, blocks, channels, dtype, batch, sims in settings:
+        if game.startswith("pgx:") and pgx is None:
+            continue
+        config = selfplay_config(game, blocks, channels, dtype, batch, sims, plan["steps"])
+        parts = make_components(config)
+        variables = init_variables(parts.network, jax.random.key(1), parts.game.observation_shape)
+        key, row_key = jax.random.split(key)
+        row = throughput_row(config, variables, pgx, plan["repeats"], device,
+                             peak_tflops(device, dtype, args.peak_tflops), row_key)
+        results["throughput"].append(row)
+        shown = table.row(
+            game, row["network"], dtype, batch, sims, row["azjax_positions_per_s"],
+            f"{row['reference_positions_per_s']:.0f}" if row["reference_positions_per_s"] else "-",
+            f"{row['ratio']:.2f}" if row["ratio"] else "-", row["simulations_per_s"],
+            f"{row['network_tflops']:.3g}" if row["network_tflops"] else "-",
+            f"{row['share_of_peak']:.1%}" if row["share_of_peak"] else "-", row["compile_s"]["azjax"])
+        lines.append(shown)
+        print(shown, flush=True)
+    lines.append("```")
+
+    per_net = Table([("net", "6s"), ("dtype", "8s"), ("SGD steps/s", "11.1f"), ("largest B", "9s"),
+                     ("peak memory", "11s")])
+    block = ["", "## Per network (Connect Four GPU preset's SGD batch; largest self-play batch at 32 simulations)",
+             "", "```", per_net.header()]
+    print("\n".join(block), flush=True)
+    for blocks, channels in plan["networks"]:
+        for dtype in plan["dtypes"]:
+            steps = sgd_steps_per_second("connect_four", blocks, channels, dtype, plan["repeats"], args.quick)
+            fits = largest_batch(blocks, channels, dtype, plan["simulations"][0], plan["batch_sizes"][0],
+                                 plan["max_batch"])
+            memory = peak_memory(device)
+            entry = {"network": f"{blocks}x{channels}", "dtype": dtype, "sgd_steps_per_s": steps,
+                     "largest_batch": fits, "peak_memory_bytes": memory}
+            results["per_network"].append(entry)
+            shown = per_net.row(entry["network"], dtype, steps, str(fits) if fits else "-",
+                                f"{memory / 2**30:.1f} GiB" if memory else "-")
+            block.append(shown)
+            print(shown, flush=True)
+    block.append("```")
+    lines += block
+
+    if not args.no_training:
+        import learns
+        import time_to_strength
+
+        out = args.out_dir / f"{stem}-runs"
+        extra = (["--set", "network.num_blocks=1", "network.num_channels=8", "selfplay.num_games=16",
+                  "train.batch_size=32", "train.replay_capacity=4096", "search.num_simulations=4"]
+                 if args.quick else [])
+        report = learns.main(["--game", "connect_four", "--preset", "gpu", "--out", str(out / "connect_four"),
+                              "--seconds", str(args.train_seconds), "--mcts", "16" if args.quick else "1600",
+                              "--games", "4" if args.quick else "200", *extra])
+        race = time_to_strength.main(["--game", "connect_four", "--preset", "gpu", "--seconds",
+                                      str(args.train_seconds), "--out", str(out / "race"), *extra]
+                                     + (["--marks", str(args.train_seconds), "--games-per-seat", "2"]
+                                        if args.quick else []))
+        results["training"] = {"learns": report, "race": race}
+        lines += ["", "## Training", "", f"learns.py (GPU preset, {args.train_seconds:.0f} s): see "
+                  f"{out / 'connect_four' / 'learns.json'}; the race: {out / 'race' / 'time_to_strength.json'}."]
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    (args.out_dir / f"{stem}.md").write_text("\n".join(lines) + "\n")
+    write_json(args.out_dir / f"{stem}.json", results)
+    print(f"\nWritten: {args.out_dir / (stem + '.md')} and .json")
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -38,7 +38,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from azjax import config as config_lib
-from azjax import tree_reuse
+from azjax import parallel, tree_reuse
 from azjax.games import make as make_game
 from azjax.rundir import CONFIG_FILE, CheckpointError, fsync_dir, game_unavailable, read_config
 from azjax.rundir import metrics_path as metrics_path  # re-exported: the run directory's files
@@ -187,8 +187,11 @@ class CheckpointManager:
             "metrics": {k: v for k, v in (metrics or {}).items() if isinstance(v, int | float)},
             "key_impl": str(jax.random.key_impl(run_state.key)),
         }
-        self._remove_temporaries()
-        self.directory.mkdir(parents=True, exist_ok=True)
+        primary = parallel.is_primary()  # over several processes, all write their shards, process 0 the rest
+        if primary:
+            self._remove_temporaries()
+            self.directory.mkdir(parents=True, exist_ok=True)
+        parallel.sync(f"azjax-checkpoint-{step}-start")
         items = dict(model=ocp.args.StandardSave(model), run=ocp.args.StandardSave(run), meta=ocp.args.JsonSave(meta))
         if run_state.selfplay.tree is not None:
             items["trees"] = ocp.args.StandardSave(_tree_item(run_state.selfplay.tree))
@@ -197,11 +200,14 @@ class CheckpointManager:
         staging = self.directory / f".{step}.staging"
         with ocp.Checkpointer(ocp.CompositeCheckpointHandler()) as checkpointer:
             checkpointer.save(staging.absolute(), args=args)
-        _write_manifest(staging)
-        staging.rename(path)
-        fsync_dir(self.directory)
+        if primary:
+            _write_manifest(staging)
+            staging.rename(path)
+            fsync_dir(self.directory)
         self._meta[step] = meta
-        self._prune()
+        if primary:
+            self._prune()
+        parallel.sync(f"azjax-checkpoint-{step}-done")  # nobody reads the checkpoint before it is in place
         return path
 
     def restore(self, config: config_lib.Config, step: int | None = None) -> RunState:
@@ -512,7 +518,7 @@ def _model_template(config: config_lib.Config) -> dict:
 def _on_default_device(template):
     """Abstract arrays on the default device, so that a checkpoint saved sharded over several devices loads on
     any machine (callers reshard as they need)."""
-    sharding = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    sharding = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
     return jax.tree_util.tree_map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding), template)
 
 

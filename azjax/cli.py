@@ -93,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "device for networks too small for the split to pay, as measured; the run prints its "
                        "choice and why); 1 = no split")
     train.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
+    _add_distributed_options(train)
     _add_compile_cache_option(train)
     train.add_argument("--list-games", action="store_true", help="list the registered games and the pgx "
                        "environments the adapter takes, and exit")
@@ -414,11 +415,45 @@ def _check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_distributed_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "several processes", "one run over several hosts (or one process per GPU): start the same command in every "
+        "process with these three (jax.distributed); on SLURM, Open MPI and TPU pod slices jax finds them itself. "
+        "Process 0 writes the run directory, which every process must see (a shared file system)")
+    group.add_argument("--coordinator-address", metavar="HOST:PORT", help="process 0's address, reachable by all")
+    group.add_argument("--num-processes", type=int, metavar="N", help="how many processes take part")
+    group.add_argument("--process-id", type=int, metavar="I", help="this process's id, 0 .. N - 1")
+    group.add_argument("--distributed-timeout", type=int, default=300, metavar="SECONDS", help="give up on "
+                       "reaching the coordinator, or on a process that stopped answering, after this long")
+
+
+def _join_processes(args: argparse.Namespace, command: str) -> int | None:
+    """Joins the processes of a multi-process run; an exit status if that failed, else None."""
+    from azjax import parallel
+
+    try:
+        parallel.initialize_distributed(args.coordinator_address, args.num_processes, args.process_id,
+                                        timeout_s=args.distributed_timeout)
+    except ValueError as error:
+        print(f"azjax {command}: error: {error}", file=sys.stderr)
+        return 2
+    except Exception as error:  # noqa: BLE001 - jax raises several types when the coordinator is unreachable
+        print(f"azjax {command}: error: could not join the other processes through the coordinator at "
+              f"{args.coordinator_address or '(found by jax)'} within {args.distributed_timeout} s: "
+              f"{str(error).splitlines()[0] if str(error) else type(error).__name__}; check that process 0 runs "
+              "and that every process can reach its address and port", file=sys.stderr)
+        return 1
+    return None
+
+
 def _train(args: argparse.Namespace) -> int:
     from azjax import checkpointing, games, parallel, trainer
     from azjax import config as config_lib
 
     parallel.expose_cpu_cores(args.devices)  # before jax starts its backend
+    failed = _join_processes(args, "train")
+    if failed is not None:
+        return failed
 
     if args.list_games:
         from azjax.games.pgx_adapter import SUPPORTED_ENVS

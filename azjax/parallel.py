@@ -9,17 +9,112 @@ device.
 
     mesh = mesh_for(num_games // 2)          # as many devices as divide the batch; None for one
     states = split_batch(states, mesh)       # inside a jitted function
+
+Several processes (hosts, or one per GPU): `initialize_distributed` joins them through `jax.distributed` before
+anything runs, after which `jax.devices()` holds every process's devices and one mesh spans them all; every
+process runs the same program on its share of the batch, and XLA does the communication. `is_primary()` says
+which process writes the run's files.
 """
 
 from __future__ import annotations
 
 import os
+import socket
+import time
 from collections.abc import Sequence
 
 import jax
+import numpy as np
+from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 DATA_AXIS = "data"
+DEFAULT_DISTRIBUTED_TIMEOUT_S = 300  # seconds to reach the coordinator, and to notice a process that died
+
+
+def initialize_distributed(
+    coordinator_address: str | None = None,
+    num_processes: int | None = None,
+    process_id: int | None = None,
+    *,
+    timeout_s: int = DEFAULT_DISTRIBUTED_TIMEOUT_S,
+) -> bool:
+    """Joins this process to a run over several processes (`jax.distributed.initialize`); returns whether the run
+    has more than one. Give the coordinator's HOST:PORT, the number of processes and this one's id (0 .. N - 1)
+    together, or none of them where jax finds the cluster itself (SLURM, Open MPI, TPU pod slices; with none and
+    no such cluster, nothing happens). Processes that cannot reach the coordinator within `timeout_s` seconds
+    fail, and so do the others when one stops answering for that long. Call it before anything runs on jax.
+
+    Raises:
+      ValueError: only some of the three were given, or they do not fit together.
+    """
+    given = (coordinator_address, num_processes, process_id)
+    if any(value is not None for value in given) and not all(value is not None for value in given):
+        raise ValueError("give --coordinator-address, --num-processes and --process-id together (or none of them "
+                         "on a cluster that jax detects by itself: SLURM, Open MPI, TPU pod slices)")
+    if num_processes is not None and process_id is not None and not 0 <= process_id < num_processes:
+        raise ValueError(f"--process-id must be 0 .. {num_processes - 1} for {num_processes} processes, "
+                         f"got {process_id}")
+    if coordinator_address is None and not _cluster_in_environment():
+        return False
+    if coordinator_address is not None and process_id:
+        # jax aborts the whole process (no Python exception) when the coordinator never answers: check first.
+        _wait_for_coordinator(coordinator_address, timeout_s)
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")  # CPUs talk through gloo; accelerators: their own
+    jax.distributed.initialize(coordinator_address, num_processes, process_id, initialization_timeout=timeout_s,
+                               heartbeat_timeout_seconds=timeout_s)
+    return jax.process_count() > 1
+
+
+def _wait_for_coordinator(address: str, timeout_s: float) -> None:
+    """Returns once something listens at `address` (HOST:PORT); raises ConnectionError after `timeout_s`."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdecimal():
+        raise ValueError(f"--coordinator-address must be HOST:PORT, got {address!r}")
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=1.0):
+                return
+        except OSError as error:
+            if time.monotonic() >= deadline:
+                raise ConnectionError(f"nothing answered at {address} ({error.strerror or error})") from None
+            time.sleep(0.5)
+
+
+def _cluster_in_environment() -> bool:
+    """Whether this process was started as one of several by SLURM, Open MPI or a TPU pod slice."""
+    def count(name: str) -> int:
+        value = os.environ.get(name, "")
+        return int(value) if value.isdecimal() else 0
+
+    hosts = os.environ.get("TPU_WORKER_HOSTNAMES", "")
+    return count("SLURM_NTASKS") > 1 or count("OMPI_COMM_WORLD_SIZE") > 1 or "," in hosts
+
+
+def is_primary() -> bool:
+    """Whether this process writes the run's files (process 0; the only one in a single-process run)."""
+    return jax.process_index() == 0
+
+
+def sync(name: str) -> None:
+    """Waits until every process reaches the barrier `name` (nothing to wait for in a single process)."""
+    if jax.process_count() > 1:
+        multihost_utils.sync_global_devices(name)
+
+
+def to_global(tree, sharding: NamedSharding):
+    """Places a tree that every process holds whole (the same values everywhere) as global arrays with
+    `sharding`, each process keeping its devices' shards. PRNG keys keep their implementation."""
+
+    def place(x):
+        if isinstance(x, jax.Array) and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+            data = place(jax.random.key_data(x))
+            return jax.random.wrap_key_data(data, impl=jax.random.key_impl(x))
+        value = np.asarray(jax.device_get(x))
+        return jax.make_array_from_callback(value.shape, sharding, lambda index: value[index])
+
+    return jax.tree.map(place, tree)
 
 
 def make_mesh(devices: Sequence[jax.Device] | None = None) -> Mesh:
@@ -76,8 +171,13 @@ def split_batch(tree, mesh: Mesh | None, batch_axis: int = 0):
 
 
 def replicate(tree, mesh: Mesh | None):
-    """Places `tree` whole on every device of `mesh` (on the default device without one)."""
-    target = NamedSharding(mesh, PartitionSpec()) if mesh is not None else jax.devices()[0]
+    """Places `tree` whole on every device of `mesh` (on this process's first device without one); over several
+    processes, every process must pass the same values."""
+    if mesh is None:
+        return jax.device_put(tree, jax.local_devices()[0])
+    target = NamedSharding(mesh, PartitionSpec())
+    if jax.process_count() > 1:
+        return to_global(tree, target)
     return jax.device_put(tree, target)
 
 

@@ -95,6 +95,11 @@ def train(
     number of cores). The device count changes float rounding, not the algorithm: a resumed run reproduces an
     uninterrupted one bitwise when both use the same count.
 
+    Several processes (`parallel.initialize_distributed`, e.g. `azjax train --coordinator-address ...`): every
+    process calls `train` alike; the mesh spans all their devices (`num_devices`: all of them by default), each
+    process plays its devices' share of the games, and process 0 alone logs and writes the run directory's files
+    (checkpoints: every process its shards, through orbax). Evaluation during training is off there for now.
+
     Raises:
       NonFiniteError: an iteration's loss, another metric or the parameters were NaN or infinite; nothing of that
         iteration or later is saved.
@@ -102,7 +107,17 @@ def train(
       ConfigError: `num_devices` is more than there are, or does not divide the games and the SGD batch.
     """
     config.validate()
-    if num_devices is None:
+    primary = parallel.is_primary()  # over several processes, process 0 alone writes files and talks
+    if not primary:
+        log, progress = (lambda _: None), False
+    if jax.process_count() > 1:  # every process's devices take part: the mesh spans them all
+        devices = choose_devices(config, num_devices or len(jax.devices()))
+        log(f"Devices: {len(devices)} {devices[0].platform} devices over {jax.process_count()} processes.")
+        if eval_every:
+            log("Evaluation during training is not yet run over several processes: it is off in this run "
+                "(`azjax eval RUN_DIR ...` evaluates its checkpoints).")
+            eval_every = 0
+    elif num_devices is None:
         devices, reason = default_layout(config)
         log(f"Devices: {reason}.")
     else:
@@ -121,8 +136,9 @@ def train(
         if mesh is not None:
             run_state = shard_run_state(run_state, mesh)
             log(f"Data parallel over {len(devices)} devices ({devices[0].platform}).")
-        rundir.write_config(run_dir, config)
-        rundir.truncate_metrics(run_dir, start_iteration)  # iterations after the checkpoint are redone
+        if primary:
+            rundir.write_config(run_dir, config)
+            rundir.truncate_metrics(run_dir, start_iteration)  # iterations after the checkpoint are redone
         if start_iteration >= config.num_iterations:
             log(f"{run_dir} has already trained {start_iteration} iterations; pass more --iterations to go on.")
             return TrainResult(run_state, [], resumed_from, "iterations", checkpoints.latest_step())
@@ -130,7 +146,7 @@ def train(
         iteration_fn = jax.jit(make_train_iteration(config, mesh=mesh), donate_argnums=0)
         positions_per_iteration = config.selfplay.num_games * config.selfplay.num_steps
         history: list[dict] = []
-        writer = _tensorboard_writer(run_dir, purge_step=start_iteration + 1)
+        writer = _tensorboard_writer(run_dir, purge_step=start_iteration + 1) if primary else None
         bar = _progress_bar(progress, start_iteration, config.num_iterations)
         start = _clock()
         time_start = float(run_state.time_progress)
@@ -162,7 +178,8 @@ def train(
                     evaluator = evaluator or evaluation.make_evaluator(config, mesh=mesh)  # compiled at its first call
                     record.update(_evaluate(evaluator, config, iteration, run_state, bar.write if bar else log))
                 history.append(record)
-                _log_record(run_dir, writer, record)
+                if primary:
+                    _log_record(run_dir, writer, record)
                 if bar is not None:
                     bar.update(1)
                     bar.set_postfix_str(_summary(record))
@@ -179,7 +196,8 @@ def train(
                 writer.close()
         if int(run_state.iteration) > (checkpoints.latest_step() or 0):
             checkpoints.save(run_state, config, history[-1] if history else None)
-    _plot(run_dir)
+    if primary:
+        _plot(run_dir)
     return TrainResult(run_state, history, resumed_from, stop_reason, checkpoints.latest_step())
 
 

@@ -1,0 +1,105 @@
+"""One run over two processes on loopback (jax.distributed, each process with one CPU device, talking through
+gloo): `azjax train --coordinator-address ... --num-processes 2 --process-id I` in both equals one process over two
+devices, its checkpoint resumes in a single process, and a process that cannot reach its coordinator stops with a
+clear error instead of hanging."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import jax
+import numpy as np
+import pytest
+
+from azjax import checkpointing
+
+COMMAND = [sys.executable, "-c", "import sys; from azjax.cli import main; sys.exit(main())"]
+ITERATIONS = 3
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("localhost", 0))
+        return sock.getsockname()[1]
+
+
+def environment(devices: int) -> dict:
+    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
+    env.setdefault("AZJAX_COMPILE_CACHE", "off")
+    return env
+
+
+def train_args(config_path, out, *extra: str) -> list[str]:
+    return [*COMMAND, "train", "--config", str(config_path), "--out", str(out), "--iterations", str(ITERATIONS),
+            "--eval-every", "0", "--checkpoint-every", "2", "--no-progress", *extra]
+
+
+def losses(run_dir) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, tiny_config):
+    """The same TINY run over two processes (one device each) and in one process over two devices."""
+    root = tmp_path_factory.mktemp("multihost")
+    checkpointing.write_config(root, tiny_config)
+    config_path = root / "config.json"
+    port = free_port()
+    processes = [
+        subprocess.Popen(train_args(config_path, root / "two", "--coordinator-address", f"localhost:{port}",
+                                    "--num-processes", "2", "--process-id", str(i), "--distributed-timeout", "60"),
+                         env=environment(1), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for i in range(2)
+    ]
+    outputs = [process.communicate(timeout=600)[0] for process in processes]
+    for process, output in zip(processes, outputs, strict=True):
+        assert process.returncode == 0, output
+    single = subprocess.run(train_args(config_path, root / "one", "--devices", "2"), env=environment(2),
+                            capture_output=True, text=True, timeout=600)
+    assert single.returncode == 0, single.stdout + single.stderr
+    return root, config_path, outputs
+
+
+def test_two_processes_equal_one_process_over_two_devices(runs):
+    root, _, outputs = runs
+    assert "2 cpu devices over 2 processes" in outputs[0] and "Devices" not in outputs[1]  # process 0 talks
+    two, one = losses(root / "two"), losses(root / "one")
+    assert [r["iteration"] for r in two] == list(range(1, ITERATIONS + 1))
+    for a, b in zip(two, one, strict=True):
+        for name in ("loss", "policy_loss", "value_loss", "game_length", "player0_win_rate", "positions_added"):
+            np.testing.assert_allclose(a[name], b[name], rtol=1e-4, atol=1e-5, err_msg=name)
+    _, two_model = checkpointing.restore_model(root / "two")
+    _, one_model = checkpointing.restore_model(root / "one")
+    for a, b in zip(jax.tree.leaves(two_model), jax.tree.leaves(one_model), strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-3, atol=1e-5)
+
+
+def test_a_two_process_run_resumes_in_one_process(runs):
+    root, _, _ = runs
+    resumed = subprocess.run([*COMMAND, "train", "--out", str(root / "two"), "--iterations", str(ITERATIONS + 1),
+                              "--eval-every", "0", "--no-progress", "--devices", "1"], env=environment(1),
+                             capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert f"from iteration {ITERATIONS}" in resumed.stdout
+    assert losses(root / "two")[-1]["iteration"] == ITERATIONS + 1
+
+
+def test_an_unreachable_coordinator_is_a_clear_error(tmp_path, tiny_config):
+    checkpointing.write_config(tmp_path, tiny_config)
+    lonely = subprocess.run(train_args(tmp_path / "config.json", tmp_path / "run", "--coordinator-address",
+                                       f"localhost:{free_port()}", "--num-processes", "2", "--process-id", "1",
+                                       "--distributed-timeout", "5"),
+                            env=environment(1), capture_output=True, text=True, timeout=300)
+    assert lonely.returncode == 1
+    assert "could not join the other processes" in lonely.stderr and "check that process 0 runs" in lonely.stderr
+
+
+def test_the_three_flags_go_together(tmp_path, tiny_config):
+    checkpointing.write_config(tmp_path, tiny_config)
+    partial = subprocess.run(train_args(tmp_path / "config.json", tmp_path / "run", "--num-processes", "2"),
+                             env=environment(1), capture_output=True, text=True, timeout=300)
+    assert partial.returncode == 2 and "together" in partial.stderr

@@ -1,7 +1,7 @@
 """One run over two processes on loopback (jax.distributed, each process with one CPU device, talking through
 gloo): `azjax train --coordinator-address ... --num-processes 2 --process-id I` in both equals one process over two
-devices, its checkpoint resumes in a single process, and a process that cannot reach its coordinator stops with a
-clear error instead of hanging."""
+devices, its checkpoint resumes in a single process, a process that cannot reach its coordinator stops with a
+clear error instead of hanging, and a killed process stops the other within about the timeout."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 
 import jax
 import numpy as np
@@ -103,3 +104,32 @@ def test_the_three_flags_go_together(tmp_path, tiny_config):
     partial = subprocess.run(train_args(tmp_path / "config.json", tmp_path / "run", "--num-processes", "2"),
                              env=environment(1), capture_output=True, text=True, timeout=300)
     assert partial.returncode == 2 and "together" in partial.stderr
+
+
+def test_a_dead_process_stops_the_other_and_the_checkpoint_stays(tmp_path, tiny_config):
+    """Process 1 is killed mid-run: process 0 stops within about the timeout (jax's heartbeat; it says that a task
+    died), never hangs, and the last checkpoint resumes in one process."""
+    checkpointing.write_config(tmp_path, tiny_config)
+    port, out = free_port(), tmp_path / "run"
+    processes = [
+        subprocess.Popen([*train_args(tmp_path / "config.json", out, "--coordinator-address", f"localhost:{port}",
+                                      "--num-processes", "2", "--process-id", str(i), "--distributed-timeout", "10"),
+                          "--iterations", "1000000"],
+                         env=environment(1), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for i in range(2)
+    ]
+    deadline = time.monotonic() + 300
+    while checkpointing.latest_iteration(out) is None and time.monotonic() < deadline:
+        time.sleep(1)
+    assert checkpointing.latest_iteration(out) is not None, "no checkpoint within 300 s"
+    processes[1].kill()
+    killed = time.monotonic()
+    output = processes[0].communicate(timeout=120)[0]
+    processes[1].communicate()
+    assert processes[0].returncode != 0 and time.monotonic() - killed < 60
+    assert "another task died" in output or "heartbeat timeout" in output
+    last = checkpointing.latest_iteration(out)
+    resumed = subprocess.run([*COMMAND, "train", "--out", str(out), "--iterations", str(last + 1), "--eval-every",
+                              "0", "--no-progress", "--devices", "1"], env=environment(1), capture_output=True,
+                             text=True, timeout=600)
+    assert resumed.returncode == 0 and f"from iteration {last}" in resumed.stdout, resumed.stdout + resumed.stderr

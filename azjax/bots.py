@@ -451,13 +451,6 @@ def alphazero_search_config(agent: Agent, *, num_simulations: int | None = None,
     return dataclasses.replace(config, reuse_tree=reuse_tree, tree_capacity=tree_capacity)
 
 
-def make_alphazero_search(agent: Agent, *, num_simulations: int | None = None, policy: str | None = None) -> Callable:
-    """The agent's deterministic search (`alphazero_search_config`):
-    `search(variables, key, states, move_number) -> SearchOutput`."""
-    config = alphazero_search_config(agent, num_simulations=num_simulations, policy=policy)
-    return make_search_fn(agent.game, inference_fn(agent.network), config)
-
-
 def greedy_bot(agent: Agent, name: str = "greedy") -> Bot:
     """A trained network playing its top move without search."""
     return Bot(name, functools.partial(greedy_analysis, agent.variables, agent=agent))

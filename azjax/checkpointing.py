@@ -39,7 +39,6 @@ import orbax.checkpoint as ocp
 
 from azjax import config as config_lib
 from azjax import parallel, tree_reuse
-from azjax.games import make as make_game
 from azjax.rundir import CONFIG_FILE, CheckpointError, fsync_dir, game_unavailable, read_config
 from azjax.rundir import metrics_path as metrics_path  # re-exported: the run directory's files
 from azjax.rundir import read_metrics as read_metrics
@@ -237,7 +236,8 @@ class CheckpointManager:
         key_impl = self.meta(step).get("key_impl")  # None for checkpoints older than this field: the default
         games = run["selfplay"]
         if fresh.selfplay.tree is not None:
-            games = games.replace(tree=self._restore_trees(step, saved, config, games))
+            num_actions = fresh.selfplay.tree.tree.children_index.shape[-1]
+            games = games.replace(tree=self._restore_trees(step, saved, config, games, num_actions))
         return RunState(
             train_state=train_state,
             selfplay=games,
@@ -247,12 +247,11 @@ class CheckpointManager:
             time_progress=run["time_progress"],
         )
 
-    def _restore_trees(self, step: int, saved: config_lib.Config, config: config_lib.Config, games
-                       ) -> tree_reuse.KeptTree:
+    def _restore_trees(self, step: int, saved: config_lib.Config, config: config_lib.Config, games,
+                       num_actions: int) -> tree_reuse.KeptTree:
         """The games' kept search trees: the checkpoint's, if it has them in the shape `config` asks for; else
         empty ones (the trees are a cache of search results: the games go on, their next searches start fresh)."""
-        empty = tree_reuse.empty(games.game_state, make_game(config.game).num_actions, config.search.capacity,
-                                 config.search.num_simulations)
+        empty = tree_reuse.empty(games.game_state, num_actions, config.search.capacity, config.search.num_simulations)
         if not ((self._step_dir(step) / "trees").is_dir() and saved.search.reuse_tree
                 and saved.search.capacity == config.search.capacity):
             return empty

@@ -103,9 +103,12 @@ def sync(name: str) -> None:
         multihost_utils.sync_global_devices(name)
 
 
-def to_global(tree, sharding: NamedSharding):
-    """Places a tree that every process holds whole (the same values everywhere) as global arrays with
-    `sharding`, each process keeping its devices' shards. PRNG keys keep their implementation."""
+def put(tree, sharding: NamedSharding):
+    """`jax.device_put(tree, sharding)`, also over several processes: there every process holds the whole tree
+    (the same values everywhere) and keeps its devices' shards of the global arrays. PRNG keys keep their
+    implementation."""
+    if jax.process_count() == 1:
+        return jax.device_put(tree, sharding)
 
     def place(x):
         if isinstance(x, jax.Array) and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
@@ -175,10 +178,7 @@ def replicate(tree, mesh: Mesh | None):
     processes, every process must pass the same values."""
     if mesh is None:
         return jax.device_put(tree, jax.local_devices()[0])
-    target = NamedSharding(mesh, PartitionSpec())
-    if jax.process_count() > 1:
-        return to_global(tree, target)
-    return jax.device_put(tree, target)
+    return put(tree, NamedSharding(mesh, PartitionSpec()))
 
 
 def expose_cpu_cores(num_devices: int | None = None) -> None:

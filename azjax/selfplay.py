@@ -127,11 +127,7 @@ def _selfplay_step(
     state = carry.game_state
     mover = state.current_player
     mover_one_hot = jax.nn.one_hot(mover, 2, dtype=bool)
-    if carry.tree is None:
-        searched = search_fn(variables, search_key, state, carry.move_number)
-    else:
-        searched = search_fn(variables, search_key, state, carry.move_number, carry.tree)
-        assert searched.tree is not None, "a search given a kept tree returns its own"
+    searched = search_fn(variables, search_key, state, carry.move_number, carry.tree)
     next_state = jax.vmap(game.step)(state, searched.action)
 
     # Resignation: the mover gives up when the search values its chosen move below the threshold (not the root
@@ -172,11 +168,19 @@ def _selfplay_step(
         resign_disabled=jnp.where(done, new_disabled, carry.resign_disabled),
         would_resign=would_resign & ~done[:, None],
         pending=jnp.where(done, 0, carry.pending + 1),
-        # The tree follows the move played; a finished game's slot starts a new game with nothing kept.
-        tree=None if searched.tree is None else tree_reuse.forget(
-            tree_reuse.follow(searched.tree, searched.action), done),
+        tree=_next_tree(carry.tree, searched, done),
     )
     return carry, record
+
+
+def _next_tree(kept: tree_reuse.KeptTree | None, searched: SearchOutput, done: jax.Array
+               ) -> tree_reuse.KeptTree | None:
+    """The games' trees after a move: the search's tree follows the move played, and a finished game's slot starts
+    a new game with nothing kept. Games that keep no trees (`kept` None: no `search` config given to
+    `init_selfplay`) keep none."""
+    if kept is None or searched.tree is None:
+        return None
+    return tree_reuse.forget(tree_reuse.follow(searched.tree, searched.action), done)
 
 
 def _expand(mask: jax.Array, like: jax.Array) -> jax.Array:

@@ -203,11 +203,8 @@ def check_divisible(config: Config, count: int) -> None:
 
 def shard_run_state(run_state: RunState, mesh: Mesh) -> RunState:
     """Places a run state on `mesh`: the B games split along the data axis, everything else replicated."""
-    games = NamedSharding(mesh, PartitionSpec(DATA_AXIS))
     placed = replicate(run_state.replace(selfplay=None), mesh)
-    if jax.process_count() > 1:  # every process built the same run state; each keeps its devices' share
-        return placed.replace(selfplay=parallel.to_global(run_state.selfplay, games))
-    return placed.replace(selfplay=jax.device_put(run_state.selfplay, games))
+    return placed.replace(selfplay=parallel.put(run_state.selfplay, NamedSharding(mesh, PartitionSpec(DATA_AXIS))))
 
 
 def make_train_iteration(

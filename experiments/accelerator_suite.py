@@ -15,9 +15,9 @@ It writes experiments/results/<device>-<date>.md and .json (--out-dir elsewhere)
    evaluations alone (FLOPs x (S + 1) evaluations per move x positions/s) and, where the device's peak is known
    (`PEAK_TFLOPS`, or --peak-tflops), its share of the peak: the network-FLOP bound. Go 9x9 through pgx at one
    setting (azjax alone).
-2. Per network: SGD steps/s at the GPU preset's batch, peak device memory (`device.memory_stats()`, where the
-   backend reports it) and the largest game batch whose self-play compiles and runs (doubling until the device
-   runs out of memory, up to --max-batch).
+2. Per network: SGD steps/s at the GPU preset's batch, the peak device memory so far (`device.memory_stats()`, where
+   the backend reports it; jax cannot reset it, so each row is the peak of everything before it) and the largest
+   game batch whose self-play compiles and runs (doubling until the device runs out of memory, up to --max-batch).
 3. Training (unless --no-training): a --train-seconds Connect Four run of the GPU preset with
    experiments/learns.py (then its agent against UCT-1600, its first checkpoint and perfect play), and the race of
    experiments/time_to_strength.py at the GPU preset.
@@ -41,6 +41,8 @@ import bench_selfplay
 import jax
 import jax.numpy as jnp
 
+from azjax import config as config_lib
+from azjax import training
 from azjax.config import Config, NetworkConfig, SearchConfig, SelfPlayConfig
 from azjax.networks import inference_fn, init_variables
 from azjax.training import make_components
@@ -93,6 +95,7 @@ def network_flops(config: Config, variables: dict) -> float | None:
 
 
 def peak_memory(device: jax.Device) -> int | None:
+    """The device's peak memory in use since the process started (jax cannot reset it), where reported."""
     stats = device.memory_stats() if hasattr(device, "memory_stats") else None
     return (stats or {}).get("peak_bytes_in_use")
 
@@ -127,15 +130,12 @@ def throughput_row(config: Config, variables: dict, pgx: Any, repeats: int, devi
         "share_of_peak": achieved / peak if achieved and peak else None,
         "compile_s": {label: m.compile_s for label, m in results.items()},
         "times_s": {label: m.times_s for label, m in results.items()},
-        "peak_memory_bytes": peak_memory(device),
+        "peak_memory_bytes_so_far": peak_memory(device),
     }
 
 
 def sgd_steps_per_second(game: str, blocks: int, channels: int, dtype: str, repeats: int, quick: bool) -> float:
     """SGD steps/s of a `blocks` x `channels` network at the game's GPU preset batch (its replay filled once)."""
-    from azjax import config as config_lib
-    from azjax import training
-
     preset = config_lib.get_config(game, "gpu")
     overrides: dict[str, Any] = {"network.num_blocks": blocks, "network.num_channels": channels,
                                  "network.compute_dtype": dtype}
@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> dict:
     lines.append("```")
 
     per_net = Table([("net", "6s"), ("dtype", "8s"), ("SGD steps/s", "11.1f"), ("largest B", "9s"),
-                     ("peak memory", "11s")])
+                     ("peak memory so far", "18s")])
     block = ["", "## Per network (Connect Four GPU preset's SGD batch; largest self-play batch at 32 simulations)",
              "", "```", per_net.header()]
     print("\n".join(block), flush=True)
@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> dict:
                                  plan["max_batch"])
             memory = peak_memory(device)
             entry = {"network": f"{blocks}x{channels}", "dtype": dtype, "sgd_steps_per_s": steps,
-                     "largest_batch": fits, "peak_memory_bytes": memory}
+                     "largest_batch": fits, "peak_memory_bytes_so_far": memory}
             results["per_network"].append(entry)
             shown = per_net.row(entry["network"], dtype, steps, str(fits) if fits else "-",
                                 f"{memory / 2**30:.1f} GiB" if memory else "-")

@@ -122,7 +122,7 @@ def azjax_implementation(config: Config) -> Implementation:
 
     def init(key: jax.Array, batch_size: int) -> selfplay.SelfPlayState:
         assert batch_size == config.selfplay.num_games
-        return selfplay.init_selfplay(key, parts.game, config.selfplay)
+        return selfplay.init_selfplay(key, parts.game, config.selfplay, config.search)
 
     return Implementation(label="azjax", init=init, play=play)
 

@@ -87,6 +87,7 @@ class TrainConfig:
     lr_schedule: str = "constant"  # "constant" after warm-up, or "cosine" to 0.01 x at the end (iterations, --seconds)
     optimizer: str = "adam"  # "adam", "adamw" (weight decay decoupled from Adam) or "sgd" (momentum 0.9)
     value_loss_weight: float = 1.0  # weight of the value MSE in the loss
+    value_target_mix: float = 0.0  # value target = (1 - m) x game outcome + m x the search's value of the move played
     weight_decay: float = 1e-4  # adam, sgd: L2 penalty weight in the loss; adamw: kernels shrink by lr x this per step
     replay_capacity: int = 32768  # positions in the on-device ring buffer, also those whose game is still going on
     augment: bool = True  # apply a random board symmetry to each sampled position
@@ -142,6 +143,11 @@ class Config:
             raise ConfigError("train.learning_rate must be > 0")
         _choice(self.train.lr_schedule, ("constant", "cosine"), "train.lr_schedule")
         _choice(self.train.optimizer, ("adam", "adamw", "sgd"), "train.optimizer")
+        if not 0.0 <= self.train.value_target_mix <= 1.0:
+            raise ConfigError(
+                "train.value_target_mix must be in [0, 1] (0: the game's outcome alone), "
+                f"got {self.train.value_target_mix}"
+            )
         if self.train.weight_decay < 0:
             raise ConfigError(f"train.weight_decay must be >= 0, got {self.train.weight_decay}")
         if self.train.replay_capacity < self.train.batch_size:

@@ -87,11 +87,17 @@ def add(
     )
 
 
-def settle(buffer: ReplayBuffer, index: jax.Array, outcome: jax.Array, valid: jax.Array) -> ReplayBuffer:
+def settle(buffer: ReplayBuffer, index: jax.Array, outcome: jax.Array, valid: jax.Array, *,
+           mix: float = 0.0) -> ReplayBuffer:
     """Gives the positions at `index` (int32 [M], where `valid` bool [M]) their game's outcome `outcome`
     (float32 [M, 2], per player id: +1 win, 0 draw, -1 loss) as value target, from the side of each position's
-    player to move, and makes them ready to be sampled."""
+    player to move, and makes them ready to be sampled.
+
+    With `mix` > 0 the target is (1 - mix) x outcome + mix x the value the position holds while it waits (the
+    search's value of the move played there, for the same player: `selfplay.store_positions` puts it there)."""
     target = jnp.take_along_axis(outcome, buffer.player[index][:, None], axis=1)[:, 0]
+    if mix:
+        target = (1.0 - mix) * target + mix * buffer.data.value_target[index]
     index = jnp.where(valid, index, buffer.capacity)  # out of range: dropped
     return buffer.replace(
         data=buffer.data.replace(value_target=buffer.data.value_target.at[index].set(target, mode="drop")),

@@ -222,7 +222,7 @@ def compute_value_targets(trajectory: Trajectory) -> ValueTargets:
 
 def store_positions(
     buffer: replay.ReplayBuffer, trajectory: Trajectory, pending: jax.Array, max_length: int, *,
-    keep_unfinished: bool = True,
+    keep_unfinished: bool = True, value_target_mix: float = 0.0,
 ) -> tuple[replay.ReplayBuffer, dict]:
     """Puts every position of `trajectory` [T, B] into `buffer` and settles every game that ended in it.
 
@@ -235,6 +235,10 @@ def store_positions(
     With `keep_unfinished=False` (`SelfPlayConfig.keep_unfinished`) only the positions whose game ended within
     the trajectory are stored, and the others are dropped.
 
+    `value_target_mix` m (`TrainConfig.value_target_mix`) makes each value target (1 - m) x the outcome + m x the
+    search's value of the move played there (`Trajectory.action_value`); both are for the position's player to
+    move. A position that waits for its game's end holds that search value as its value target until settled.
+
     Returns the buffer and counts: "positions_added" (positions that became ready: this call's finished games,
     all their moves), "positions_lost" (positions that will never be trained on: overwritten in the ring before
     their game ended or, with keep_unfinished=False, dropped).
@@ -243,10 +247,14 @@ def store_positions(
     num_steps, num_games = trajectory.terminated.shape
     flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731  [T, B, ...] -> [T * B, ...]
     start = buffer.next_index
+    search_value = trajectory.action_value
+    mixed = targets.value_target
+    if value_target_mix:
+        mixed = (1.0 - value_target_mix) * mixed + value_target_mix * search_value
     positions = replay.Batch(
         observation=flat(trajectory.observation),
         policy_target=flat(trajectory.policy_target),
-        value_target=flat(targets.value_target),
+        value_target=flat(jnp.where(targets.value_mask, mixed, search_value)),
     )
     if not keep_unfinished:
         buffer = replay.add(buffer, positions, flat(targets.value_mask), player=flat(trajectory.current_player))
@@ -260,7 +268,7 @@ def store_positions(
     kept = offset >= start + num_steps * num_games - buffer.capacity
     outcome = jnp.broadcast_to(targets.carried_outcome[None], (max_length, num_games, 2))
     buffer = replay.settle(buffer, (offset % buffer.capacity).reshape(-1), outcome.reshape(-1, 2),
-                           (earlier & kept).reshape(-1))
+                           (earlier & kept).reshape(-1), mix=value_target_mix)
     counts = {
         "positions_added": jnp.sum(targets.value_mask) + jnp.sum(earlier & kept),
         "positions_lost": jnp.sum(earlier & ~kept),

@@ -379,3 +379,39 @@ def test_dropping_unfinished_games_keeps_only_positions_of_games_that_ended(tiny
     size = len(expected_targets)
     assert int(buffer.size) == int(buffer.num_ready) == size > 0
     np.testing.assert_array_equal(np.asarray(buffer.data.value_target)[:size], expected_targets)
+
+
+@pytest.mark.parametrize("keep_unfinished", [True, False])
+def test_value_target_mix_blends_the_outcome_with_the_search_value_of_the_move_played(tiny_config, keep_unfinished):
+    """value_target_mix m: each ready position's target is (1 - m) x its game's outcome + m x the search's value
+    of the move played there, both for its player to move; also for games that end in a later call (keep)."""
+    mix = 0.25
+    config = dataclasses.replace(tiny_config, selfplay=dataclasses.replace(tiny_config.selfplay, num_steps=3))
+    parts = make_components(config)
+    store = jax.jit(functools.partial(store_positions, max_length=parts.game.max_length,
+                                      keep_unfinished=keep_unfinished, value_target_mix=mix))
+    state = init_selfplay(jax.random.key(4), parts.game, config.selfplay)
+    buffer = replay.init_replay(parts.game, 4096)
+    trajectories = []
+    for call in range(4):
+        pending = state.pending
+        state, trajectory = compiled_selfplay(config)(jax.random.key(10 + call), network_variables(tiny_config), state)
+        buffer, _ = store(buffer, trajectory, pending)
+        trajectories.append(jax.device_get(trajectory))
+    whole = jax.tree.map(lambda *xs: np.concatenate(xs), *trajectories)  # [4 T, B]
+    if keep_unfinished:  # the ring holds every position in time-major order
+        outcome, mask = reference_value_targets(whole.terminated, whole.rewards, whole.current_player)
+        search_value = whole.action_value.reshape(-1)
+    else:  # each call stores the positions its own trajectory labels, in order
+        labelled = [reference_value_targets(t.terminated, t.rewards, t.current_player) for t in trajectories]
+        outcome = np.concatenate([z.reshape(-1)[m.reshape(-1)] for z, m in labelled])
+        search_value = np.concatenate([t.action_value.reshape(-1)[m.reshape(-1)]
+                                       for t, (_, m) in zip(trajectories, labelled, strict=True)])
+        mask = np.ones_like(outcome, bool)
+    outcome, mask = outcome.reshape(-1), mask.reshape(-1)
+    size = outcome.size
+    stored = np.asarray(buffer.data.value_target)[:size]
+    np.testing.assert_array_equal(np.asarray(buffer.ready)[:size], mask)
+    np.testing.assert_allclose(stored[mask], (1 - mix) * outcome[mask] + mix * search_value[mask], atol=1e-6)
+    # The search's values differ from the outcomes, so the blend changed the targets, and differ in sign by player.
+    assert np.abs(search_value[mask] - outcome[mask]).max() > 0.1 and mask.sum() > 10

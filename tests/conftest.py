@@ -14,6 +14,8 @@ from tiny import TINY_OVERRIDES
 
 # The experiment scripts import their shared module (experiments/benchmark.py) as `benchmark`, as they do when run.
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "experiments"))
+# notebooks/execute.py, which runs the notebooks, is imported as `execute` by their tests.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "notebooks"))
 
 from azjax import config as config_lib
 

@@ -42,6 +42,7 @@ import numpy as np
 from flax import struct
 from jax.sharding import Mesh, PartitionSpec
 
+from azjax import parallel
 from azjax.bots import Bot, Memory, random_analysis
 from azjax.games import Game, State
 from azjax.parallel import DATA_AXIS
@@ -347,8 +348,9 @@ class MatchResult:
 
 
 def summarize(games: Games, name_a: str = "A", name_b: str = "B") -> MatchResult:
-    """Counts a batch of games (on the host) into a `MatchResult`."""
-    outcome, seat, length, moves = (np.asarray(x) for x in jax.device_get(
+    """Counts a batch of games (on the host) into a `MatchResult`. Games split over several processes' devices
+    are gathered first (a collective there: every process calls this)."""
+    outcome, seat, length, moves = (np.asarray(x) for x in parallel.fetch(
         (games.outcome, games.seat, games.length, games.moves)))
     first = seat == 0
     return MatchResult(

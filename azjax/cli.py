@@ -14,8 +14,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import datetime
+import io
 import json
 import os
 import sys
@@ -93,7 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "device for networks too small for the split to pay, as measured; the run prints its "
                        "choice and why); 1 = no split")
     train.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
-    _add_distributed_options(train)
+    _add_distributed_options(train, "one mesh over every process's devices; process 0 writes the run directory, "
+                             "which every process must see (a shared file system)")
     _add_compile_cache_option(train)
     train.add_argument("--list-games", action="store_true", help="list the registered games and the pgx "
                        "environments the adapter takes, and exit")
@@ -179,6 +182,8 @@ def _add_eval_and_play(commands) -> None:
     evaluate.add_argument("--seed", type=int, default=0, help="the random seed (default: 0)")
     _add_compile_cache_option(evaluate)
     evaluate.add_argument("--json", type=Path, metavar="PATH", help="also write the results as JSON")
+    _add_distributed_options(evaluate, "the games split over every process's devices; process 0 prints and writes "
+                             "--json")
 
     play = commands.add_parser(
         "play",
@@ -220,13 +225,26 @@ def _game_for(specs: list[str], requested: str | None):
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from azjax import arena, bots, parallel
+    from azjax import parallel
 
     parallel.expose_cpu_cores(args.devices)  # before jax starts its backend
+    failed = _join_processes(args, "eval")
+    if failed is not None:
+        return failed
+
+    if not parallel.is_primary():  # every process plays its share; process 0 alone prints and writes
+        with contextlib.redirect_stdout(io.StringIO()):
+            return _eval_matches(args, write=False)
+    return _eval_matches(args, write=True)
+
+
+def _eval_matches(args: argparse.Namespace, *, write: bool) -> int:
     import jax
 
+    from azjax import arena, bots, parallel
+
     if args.positions:
-        return _judge_on_positions(args)
+        return _judge_on_positions(args, write=write)
     if len(args.agents) < 2:
         raise bots.SpecError("give at least two agents to play each other (or one with --positions)")
     if args.games < 2 or args.games % 2:
@@ -238,6 +256,10 @@ def _eval(args: argparse.Namespace) -> int:
     except ValueError as error:
         raise bots.SpecError(str(error)) from None
     mesh = parallel.make_mesh(devices) if len(devices) > 1 else None
+    try:
+        parallel.check_spans_processes(mesh, "--games / 2")
+    except ValueError as error:
+        raise bots.SpecError(str(error)) from None
     game = _game_for(args.agents, args.game)
     if game.name == "connect_four" and args.opening_agent.strip() == "perfect":
         raise bots.SpecError("Connect Four's perfect player cannot play the openings (the first positions take "
@@ -283,7 +305,7 @@ def _eval(args: argparse.Namespace) -> int:
     anchor = table.names[table.elo.anchor]
     print(f"\nElo (Bradley-Terry maximum likelihood, {anchor} = 0, one virtual draw per pairing):")
     print(arena.format_elo(table.names, table.elo, table.matches, width))
-    if args.json is not None:
+    if args.json is not None and write:
         args.json.write_text(json.dumps(dict(table.to_dict(), game=game.name, games_per_pairing=args.games), indent=2)
                              + "\n")
         print(f"Results written to {args.json}")
@@ -302,7 +324,7 @@ def _check_connect_four_perfect(game, specs: list[str], opening_moves: int) -> N
         )
 
 
-def _judge_on_positions(args: argparse.Namespace) -> int:
+def _judge_on_positions(args: argparse.Namespace, *, write: bool = True) -> int:
     import jax
 
     from azjax import bots, evaluation
@@ -320,7 +342,7 @@ def _judge_on_positions(args: argparse.Namespace) -> int:
         report = evaluation.judge_bot(jax.random.key(args.seed), bot, labelled)
         print(f"\n{bot.name}:\n{report.format()}", flush=True)
         results[bot.name] = report.to_dict()
-    if args.json is not None:
+    if args.json is not None and write:
         args.json.write_text(json.dumps(dict(game=game.name, positions=results), indent=2) + "\n")
         print(f"Results written to {args.json}")
     return 0
@@ -415,11 +437,11 @@ def _check(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_distributed_options(parser: argparse.ArgumentParser) -> None:
+def _add_distributed_options(parser: argparse.ArgumentParser, how: str) -> None:
     group = parser.add_argument_group(
-        "several processes", "one run over several hosts (or one process per GPU): start the same command in every "
+        "several processes", "one job over several hosts (or one process per GPU): start the same command in every "
         "process with these three (jax.distributed); on SLURM, Open MPI and TPU pod slices jax finds them itself. "
-        "Process 0 writes the run directory, which every process must see (a shared file system)")
+        + how[0].upper() + how[1:])
     group.add_argument("--coordinator-address", metavar="HOST:PORT", help="process 0's address, reachable by all")
     group.add_argument("--num-processes", type=int, metavar="N", help="how many processes take part")
     group.add_argument("--process-id", type=int, metavar="I", help="this process's id, 0 .. N - 1")

@@ -180,6 +180,7 @@ def make_evaluator(
     names = ["eval/" + spec.replace(":", "") for spec in specs]
     if mesh is not None:
         mesh = parallel.mesh_for(num_games // 2, devices=list(mesh.devices.flat))
+        parallel.check_spans_processes(mesh, f"the evaluation's {num_games} games / 2")
     evaluate = jax.jit(
         functools.partial(
             _evaluate,
@@ -198,10 +199,10 @@ def make_evaluator(
 
     def evaluator(key: jax.Array, variables: dict) -> dict[str, float]:
         variables = parallel.replicate(variables, mesh)
-        results = {name: float(value) for name, value in jax.device_get(evaluate(key, variables)).items()}
+        results = {name: float(value) for name, value in parallel.fetch(evaluate(key, variables)).items()}
         if labelled is not None:
             tick = time.perf_counter()
-            actions, values = jax.device_get(network_on_positions(variables, states))
+            actions, values = parallel.fetch(network_on_positions(variables, states))
             report = positions_lib.judge(labelled, actions, values)
             results.update(report.to_dict(prefix="eval/"))
             results["positions_seconds"] = round(time.perf_counter() - tick, 3)

@@ -103,7 +103,30 @@ def sync(name: str) -> None:
         multihost_utils.sync_global_devices(name)
 
 
-def put(tree, sharding: NamedSharding):
+def gather(value: np.ndarray) -> np.ndarray:
+    """Every process's `value` (the same shape everywhere), stacked: [P, ...] in process order; [1, ...] in a
+    single process. A collective: every process must call it."""
+    value = np.asarray(value)
+    if jax.process_count() == 1:
+        return value[None]
+    return np.asarray(multihost_utils.process_allgather(value))
+
+
+def fetch(tree):
+    """`jax.device_get(tree)`, also for arrays split over several processes' devices: every process gets the
+    whole of each (a collective there: every process must call it with the same tree)."""
+    if jax.process_count() == 1:
+        return jax.device_get(tree)
+
+    def get(x):
+        if isinstance(x, jax.Array) and not x.is_fully_addressable and not x.is_fully_replicated:
+            return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+        return jax.device_get(x)
+
+    return jax.tree.map(get, tree)
+
+
+def put(tree, sharding: jax.sharding.Sharding):
     """`jax.device_put(tree, sharding)`, also over several processes: there every process holds the whole tree
     (the same values everywhere) and keeps its devices' shards of the global arrays. PRNG keys keep their
     implementation."""
@@ -162,6 +185,17 @@ def mesh_for(*batch_sizes: int, devices: Sequence[jax.Device] | None = None) -> 
     """A mesh over the most devices that split every batch size evenly; None when that is one device."""
     chosen = most_devices(*batch_sizes, devices=devices)
     return make_mesh(chosen) if len(chosen) > 1 else None
+
+
+def check_spans_processes(mesh: Mesh | None, what: str) -> None:
+    """Raises ValueError unless `mesh` holds devices of every process (every process must take part in a program
+    over several processes); `what` names the batch that chose the mesh, for the message."""
+    processes = {device.process_index for device in mesh.devices.flat} if mesh is not None else {0}
+    if len(processes) < jax.process_count():
+        raise ValueError(
+            f"{what} do not split over the {len(jax.devices())} devices of the {jax.process_count()} processes "
+            f"(only over {1 if mesh is None else mesh.size}): make it a multiple of {len(jax.devices())}"
+        )
 
 
 def split_batch(tree, mesh: Mesh | None, batch_axis: int = 0):

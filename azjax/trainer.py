@@ -98,7 +98,9 @@ def train(
     Several processes (`parallel.initialize_distributed`, e.g. `azjax train --coordinator-address ...`): every
     process calls `train` alike; the mesh spans all their devices (`num_devices`: all of them by default), each
     process plays its devices' share of the games, and process 0 alone logs and writes the run directory's files
-    (checkpoints: every process its shards, through orbax). Evaluation during training is off there for now.
+    (checkpoints: every process its shards, through orbax). The evaluation's games are split over them too. All
+    follow process 0's clock (the schedule over `max_seconds`, when to stop) and stop together when any of them
+    is asked to (SIGINT, SIGTERM).
 
     Raises:
       NonFiniteError: an iteration's loss, another metric or the parameters were NaN or infinite; nothing of that
@@ -113,10 +115,6 @@ def train(
     if jax.process_count() > 1:  # every process's devices take part: the mesh spans them all
         devices = choose_devices(config, num_devices or len(jax.devices()))
         log(f"Devices: {len(devices)} {devices[0].platform} devices over {jax.process_count()} processes.")
-        if eval_every:
-            log("Evaluation during training is not yet run over several processes: it is off in this run "
-                "(`azjax eval RUN_DIR ...` evaluates its checkpoints).")
-            eval_every = 0
     elif num_devices is None:
         devices, reason = default_layout(config)
         log(f"Devices: {reason}.")
@@ -153,14 +151,15 @@ def train(
         stop_reason = "iterations"
         try:
             for iteration in range(start_iteration + 1, config.num_iterations + 1):
-                if stop.requested:  # checked between iterations: a donated, jitted iteration is never cut short
+                elapsed, interrupted = _agreed_progress(start, stop)
+                if interrupted:  # checked between iterations: a donated, jitted iteration is never cut short
                     stop_reason = "interrupted"
                     break
                 if max_seconds:  # the schedule spans what remained of it when this session began
-                    spent = min((_clock() - start) / max_seconds, 1.0)
+                    spent = min(elapsed / max_seconds, 1.0)
                     time_progress = np.float32(time_start + (1.0 - time_start) * spent)
                     run_state = run_state.replace(
-                        time_progress=jax.device_put(time_progress, run_state.time_progress.sharding))
+                        time_progress=parallel.put(time_progress, run_state.time_progress.sharding))
                 tick = _clock()
                 run_state, metrics = iteration_fn(run_state)
                 metrics = {name: float(value) for name, value in jax.device_get(metrics).items()}
@@ -186,7 +185,7 @@ def train(
                 # Evaluation metrics ("eval/...") belong in `record` by here, so that a new best is saved at once.
                 if iteration % checkpoint_every == 0 or checkpoints.is_new_best(record):
                     checkpoints.save(run_state, config, record)
-                if max_seconds is not None and _clock() - start >= max_seconds:
+                if max_seconds is not None and _agreed_progress(start, stop)[0] >= max_seconds:
                     stop_reason = "seconds"
                     break
         finally:
@@ -350,6 +349,13 @@ class _StopSignals:
         for signum, handler in self._previous.items():
             signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
         self._previous = {}
+
+
+def _agreed_progress(start: float, stop: _StopSignals) -> tuple[float, bool]:
+    """Seconds since `start` and whether a stop was asked, the same in every process of a run: process 0's clock
+    (so that all follow one schedule and stop at the same iteration) and a stop asked of any of them."""
+    seen = parallel.gather(np.array([_clock() - start, stop.requested is not None], np.float64))  # [P, 2]
+    return float(seen[0, 0]), bool(seen[:, 1].any())
 
 
 def _evaluate(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -34,9 +35,9 @@ def environment(devices: int) -> dict:
     return env
 
 
-def train_args(config_path, out, *extra: str) -> list[str]:
+def train_args(config_path, out, *extra: str, eval_every: int = 0) -> list[str]:
     return [*COMMAND, "train", "--config", str(config_path), "--out", str(out), "--iterations", str(ITERATIONS),
-            "--eval-every", "0", "--checkpoint-every", "2", "--no-progress", *extra]
+            "--eval-every", str(eval_every), "--checkpoint-every", "2", "--no-progress", *extra]
 
 
 def losses(run_dir) -> list[dict]:
@@ -45,21 +46,24 @@ def losses(run_dir) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, tiny_config):
-    """The same TINY run over two processes (one device each) and in one process over two devices."""
+    """The same TINY run over two processes (one device each) and in one process over two devices, both
+    evaluated at their last iteration."""
     root = tmp_path_factory.mktemp("multihost")
     checkpointing.write_config(root, tiny_config)
     config_path = root / "config.json"
     port = free_port()
     processes = [
         subprocess.Popen(train_args(config_path, root / "two", "--coordinator-address", f"localhost:{port}",
-                                    "--num-processes", "2", "--process-id", str(i), "--distributed-timeout", "60"),
+                                    "--num-processes", "2", "--process-id", str(i), "--distributed-timeout", "60",
+                                    eval_every=ITERATIONS),
                          env=environment(1), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         for i in range(2)
     ]
     outputs = [process.communicate(timeout=600)[0] for process in processes]
     for process, output in zip(processes, outputs, strict=True):
         assert process.returncode == 0, output
-    single = subprocess.run(train_args(config_path, root / "one", "--devices", "2"), env=environment(2),
+    single = subprocess.run(train_args(config_path, root / "one", "--devices", "2", eval_every=ITERATIONS),
+                            env=environment(2),
                             capture_output=True, text=True, timeout=600)
     assert single.returncode == 0, single.stdout + single.stderr
     return root, config_path, outputs
@@ -73,6 +77,11 @@ def test_two_processes_equal_one_process_over_two_devices(runs):
     for a, b in zip(two, one, strict=True):
         for name in ("loss", "policy_loss", "value_loss", "game_length", "player0_win_rate", "positions_added"):
             np.testing.assert_allclose(a[name], b[name], rtol=1e-4, atol=1e-5, err_msg=name)
+    # The evaluation's games were split over both processes: the same games as over one process's two devices.
+    evaluated = [name for name in two[-1] if name.startswith("eval/")]
+    assert "eval/random" in evaluated and "eval/optimal_move_rate" in evaluated
+    for name in evaluated:
+        np.testing.assert_allclose(two[-1][name], one[-1][name], atol=1e-6, err_msg=name)
     _, two_model = checkpointing.restore_model(root / "two")
     _, one_model = checkpointing.restore_model(root / "one")
     for a, b in zip(jax.tree.leaves(two_model), jax.tree.leaves(one_model), strict=True):
@@ -133,3 +142,52 @@ def test_a_dead_process_stops_the_other_and_the_checkpoint_stays(tmp_path, tiny_
                               "0", "--no-progress", "--devices", "1"], env=environment(1), capture_output=True,
                              text=True, timeout=600)
     assert resumed.returncode == 0 and f"from iteration {last}" in resumed.stdout, resumed.stdout + resumed.stderr
+
+
+def test_a_stop_asked_of_one_process_stops_both_at_the_same_iteration(tmp_path, tiny_config):
+    """SIGTERM to process 1 alone, in a run bounded by --seconds: both stop after the same iteration (every
+    process follows process 0's clock and any one's stop request), exit 0 and leave a checkpoint of it; without
+    that agreement one would wait for the other until the heartbeat timeout."""
+    checkpointing.write_config(tmp_path, tiny_config)
+    port, out = free_port(), tmp_path / "run"
+    processes = [
+        subprocess.Popen([*train_args(tmp_path / "config.json", out, "--coordinator-address", f"localhost:{port}",
+                                      "--num-processes", "2", "--process-id", str(i), "--distributed-timeout", "10"),
+                          "--iterations", "1000000", "--seconds", "600"],
+                         env=environment(1), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for i in range(2)
+    ]
+    deadline = time.monotonic() + 300
+    while checkpointing.latest_iteration(out) is None and time.monotonic() < deadline:
+        time.sleep(1)
+    processes[1].send_signal(signal.SIGTERM)
+    outputs = [process.communicate(timeout=120)[0] for process in processes]
+    assert [process.returncode for process in processes] == [0, 0], outputs
+    last = losses(out)[-1]["iteration"]
+    assert f"Stopped (interrupted): iteration {last}" in outputs[0]
+    assert checkpointing.latest_iteration(out) == last
+
+
+def test_azjax_eval_over_two_processes_plays_the_same_games_as_one_process(runs):
+    """`azjax eval` with the three flags splits its games over both processes' devices: the same table as one
+    process over two devices; process 0 alone prints and writes --json."""
+    root, _, _ = runs
+    agents = [f"az:{root / 'two'}", "random", "onestep"]
+    port = free_port()
+    processes = [
+        subprocess.Popen([*COMMAND, "eval", *agents, "--games", "8", "--opening-moves", "1",
+                          "--json", str(root / f"eval{i}.json"), "--coordinator-address", f"localhost:{port}",
+                          "--num-processes", "2", "--process-id", str(i), "--distributed-timeout", "60"],
+                         env=environment(1), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for i in range(2)
+    ]
+    outputs = [process.communicate(timeout=600)[0] for process in processes]
+    assert [process.returncode for process in processes] == [0, 0], outputs
+    single = subprocess.run([*COMMAND, "eval", *agents, "--games", "8", "--opening-moves", "1", "--devices", "2",
+                             "--json", str(root / "eval_one.json")],
+                            env=environment(2), capture_output=True, text=True, timeout=600)
+    assert single.returncode == 0, single.stdout + single.stderr
+    assert "on 2 cpu devices" in outputs[0] and "Elo" in outputs[0] and "Elo" not in outputs[1]
+    assert not (root / "eval1.json").exists()
+    two, one = (json.loads((root / name).read_text()) for name in ("eval0.json", "eval_one.json"))
+    assert two["matches"] == one["matches"] and len(two["matches"]) == 3

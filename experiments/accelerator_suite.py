@@ -30,9 +30,7 @@ preset scoring >= 0.95 against UCT-1600 within 15 minutes.
 from __future__ import annotations
 
 import argparse
-import datetime
 import pathlib
-import re
 import statistics
 import time
 from typing import Any
@@ -47,7 +45,7 @@ from azjax.config import Config, NetworkConfig, SearchConfig, SelfPlayConfig
 from azjax.networks import inference_fn, init_variables
 from azjax.training import make_components
 
-from benchmark import Table, machine_info, write_json
+from benchmark import Table, machine_info, results_stem, write_json
 
 # Dense peak TFLOP/s by device kind (substring of `device.device_kind`) and compute dtype, from the vendors' data
 # sheets (without sparsity); a device not listed has no bound unless --peak-tflops gives it.
@@ -189,8 +187,7 @@ def main(argv: list[str] | None = None) -> dict:
     device = jax.devices()[0]
     info = machine_info()
     pgx = bench_selfplay._import_pgx()
-    name = re.sub(r"[^A-Za-z0-9]+", "-", f"{device.platform}-{device.device_kind}").strip("-").lower()
-    stem = f"{name}-{datetime.date.today().isoformat()}"
+    stem = results_stem()
     lines = [f"# Accelerator suite: {device.device_kind} ({device.platform})", "",
              f"{info['date']}, jax {info['jax']}, azjax {info['azjax_commit']}, {len(jax.devices())} device(s); "
              f"reference: {'pgx ' + pgx.__version__ + ' + mctx' if pgx else 'none (pgx not installed)'}"

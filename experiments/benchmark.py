@@ -71,6 +71,14 @@ def machine_info() -> dict[str, Any]:
     }
 
 
+def results_stem(prefix: str = "") -> str:
+    """The name results files of this machine's first device take today: PREFIX-<platform>-<device kind>-<date>,
+    e.g. "connect_four-gpu-gpu-nvidia-h100-80gb-hbm3-2026-11-24"."""
+    device = jax.devices()[0]
+    name = re.sub(r"[^A-Za-z0-9]+", "-", f"{device.platform}-{device.device_kind}").strip("-").lower()
+    return "-".join(part for part in (prefix, name, datetime.date.today().isoformat()) if part)
+
+
 def timed(fn: Callable, args: tuple, repeats: int) -> tuple[float, list[float]]:
     """Compile seconds and the wall-clock seconds of each of `repeats` calls of the jitted `fn(*args)` (after one
     untimed call, which allocates)."""

@@ -49,6 +49,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--mcts", type=int, nargs="*", default=[], metavar="N", help="also play UCT with N "
                         "rollout simulations (e.g. 400): playing strength, which the labelled positions (random-play "
                         "positions) can rank differently")
+    parser.add_argument("--eval-every", type=int, default=0, metavar="N", help="every N iterations the training "
+                        "agent plays --eval-opponents (scores in metrics.jsonl as eval/...; 0: never)")
+    parser.add_argument("--eval-opponents", nargs="*", metavar="AGENT", help="the baselines of --eval-every "
+                        "(default: random, onestep, mcts:100, and perfect for tic-tac-toe)")
+    parser.add_argument("--eval-games", type=int, default=64, help="games against each of them (even)")
     parser.add_argument("--preset", default="cpu", choices=["cpu", "gpu"])
     parser.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE", help="config overrides")
     args = parser.parse_args(argv)
@@ -62,7 +67,11 @@ def main(argv: list[str] | None = None) -> dict:
         shutil.copytree(args.out, first_dir)
     start = time.perf_counter()
     if args.seconds > 0:
-        trainer.train(config, args.out, max_seconds=args.seconds, progress=True)
+        evaluator = evaluation.make_evaluator(
+            config, opponents=args.eval_opponents, num_games=args.eval_games,
+            mesh=parallel.mesh_for(args.eval_games // 2)) if args.eval_every else None
+        trainer.train(config, args.out, max_seconds=args.seconds, progress=True, eval_every=args.eval_every,
+                      evaluator=evaluator)
     trained_seconds = time.perf_counter() - start
 
     final, first = load_agent(args.out), load_agent(first_dir)

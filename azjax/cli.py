@@ -87,9 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--keep", type=int, default=3, help="keep the last N checkpoints (and the best)")
     train.add_argument("--best-metric", default="eval/score", help="the logged metric whose highest value marks "
                        "the best checkpoint, kept beside the last --keep ones")
-    train.add_argument("--eval-every", type=int, default=10, help="every N iterations the agent plays fixed "
-                       "baselines (random, onestep, mcts:100; perfect for tic-tac-toe); scores go into "
-                       "metrics.jsonl as eval/...; 0 = never")
+    train.add_argument("--eval-every", type=int, default=10, help="every N iterations, and at the end of a run "
+                       "that --seconds stops, the agent plays fixed baselines (random, onestep, mcts:100; perfect "
+                       "for tic-tac-toe); scores go into metrics.jsonl as eval/...; 0 = never")
     train.add_argument("--devices", type=int, help="split the games and the SGD batch over this many devices "
                        "(default: all jax sees, as many as divide both; on a CPU one device per core, but one "
                        "device for networks too small for the split to pay, as measured; the run prints its "

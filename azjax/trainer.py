@@ -80,7 +80,8 @@ def train(
     `keep_checkpoints` checkpoints and the best. The first SIGINT or SIGTERM stops it after the current iteration
     (stop_reason "interrupted"); a second one stops at once. It writes the learning-curve plot when it stops.
 
-    Every `eval_every` iterations (0 = never) the current network plays fixed baselines: `evaluator(key,
+    Every `eval_every` iterations (0 = never), and after the last iteration of a run that `max_seconds` stops (so
+    that its final network is scored), the current network plays fixed baselines: `evaluator(key,
     variables)` (default `evaluation.make_evaluator(config)`: random, one-ply, UCT-100 and, for tic-tac-toe, the
     perfect player, its games split over the run's devices; for games with labelled positions, also the network's
     optimal-move rate and value accuracy on them) returns "eval/..." figures, which go into that iteration's
@@ -173,7 +174,8 @@ def train(
                     "simulations_per_second": positions_per_iteration * config.search.num_simulations / seconds,
                     **metrics,
                 }
-                if eval_every > 0 and iteration % eval_every == 0:
+                out_of_time = max_seconds is not None and _agreed_progress(start, stop)[0] >= max_seconds
+                if eval_every > 0 and (iteration % eval_every == 0 or out_of_time):  # the last network is scored
                     evaluator = evaluator or evaluation.make_evaluator(config, mesh=mesh)  # compiled at its first call
                     record.update(_evaluate(evaluator, config, iteration, run_state, bar.write if bar else log))
                 history.append(record)
@@ -185,7 +187,7 @@ def train(
                 # Evaluation metrics ("eval/...") belong in `record` by here, so that a new best is saved at once.
                 if iteration % checkpoint_every == 0 or checkpoints.is_new_best(record):
                     checkpoints.save(run_state, config, record)
-                if max_seconds is not None and _agreed_progress(start, stop)[0] >= max_seconds:
+                if out_of_time:
                     stop_reason = "seconds"
                     break
         finally:
@@ -371,7 +373,9 @@ def _evaluate(
     key = jax.random.fold_in(jax.random.fold_in(jax.random.key(config.seed), 0xE7A1), iteration)
     results = evaluator(key, run_state.train_state.variables)  # replicated over the run's devices
     seconds = time.perf_counter() - tick
-    shown = ", ".join(f"{name.removeprefix('eval/')} {value:.3f}" for name, value in results.items())
+    # The headline figures; the per-stratum ones ("eval/optimal_move_rate/begin-easy", ...) go to the metrics only.
+    shown = ", ".join(f"{name.removeprefix('eval/')} {value:.3f}" for name, value in results.items()
+                      if name.count("/") <= 1 and name.startswith("eval/"))
     log(f"iteration {iteration} evaluation: {shown} ({seconds:.1f} s)")
     return {**results, "eval_seconds": round(seconds, 3)}
 

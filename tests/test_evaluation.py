@@ -3,9 +3,11 @@ during training, and `azjax eval`."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
+import shutil
 
 import jax
 import jax.numpy as jnp
@@ -256,6 +258,26 @@ def test_training_logs_evaluations(run_dir):
         assert record["eval/score"] == record["eval/random"]  # the mean over the opponents
         assert record["eval_seconds"] > record["positions_seconds"] > 0
     assert (run_dir / "learning_curves.png").is_file()
+
+
+def test_a_run_that_seconds_stop_scores_its_last_network(run_dir, tiny_config, tmp_path):
+    """--seconds ends a run at an iteration no eval_every names: that iteration is evaluated all the same, and
+    the log shows the headline figures, not the per-stratum ones."""
+    calls, lines = [], []
+
+    def evaluator(key, variables):
+        calls.append(key)
+        return {"eval/random": 0.75, "eval/optimal_move_rate": 0.5, "eval/optimal_move_rate/begin": 0.25}
+
+    run = shutil.copytree(run_dir, tmp_path / "run")  # resumed after its 2 iterations
+    config = dataclasses.replace(tiny_config, num_iterations=1000)
+    result = trainer.train(config, run, max_seconds=1e-9, eval_every=100, evaluator=evaluator,
+                           progress=False, log=lines.append)
+    assert result.stop_reason == "seconds" and len(calls) == 1
+    last = checkpointing.read_metrics(run)[-1]
+    assert last["iteration"] == 3 and last["eval/random"] == 0.75
+    shown = next(line for line in lines if "evaluation:" in line)
+    assert "random 0.750, optimal_move_rate 0.500" in shown and "begin" not in shown
 
 
 def test_connect_four_evaluation_judges_the_network_per_stratum(tiny_overrides):

@@ -232,19 +232,19 @@ def _eval(args: argparse.Namespace) -> int:
     if failed is not None:
         return failed
 
-    if not parallel.is_primary():  # every process plays its share; process 0 alone prints and writes
+    if not parallel.is_primary():  # every process plays its share; process 0 alone prints and writes --json
         with contextlib.redirect_stdout(io.StringIO()):
-            return _eval_matches(args, write=False)
-    return _eval_matches(args, write=True)
+            return _eval_matches(args)
+    return _eval_matches(args)
 
 
-def _eval_matches(args: argparse.Namespace, *, write: bool) -> int:
+def _eval_matches(args: argparse.Namespace) -> int:
     import jax
 
     from azjax import arena, bots, parallel
 
     if args.positions:
-        return _judge_on_positions(args, write=write)
+        return _judge_on_positions(args)
     if len(args.agents) < 2:
         raise bots.SpecError("give at least two agents to play each other (or one with --positions)")
     if args.games < 2 or args.games % 2:
@@ -305,7 +305,7 @@ def _eval_matches(args: argparse.Namespace, *, write: bool) -> int:
     anchor = table.names[table.elo.anchor]
     print(f"\nElo (Bradley-Terry maximum likelihood, {anchor} = 0, one virtual draw per pairing):")
     print(arena.format_elo(table.names, table.elo, table.matches, width))
-    if args.json is not None and write:
+    if args.json is not None and parallel.is_primary():
         args.json.write_text(json.dumps(dict(table.to_dict(), game=game.name, games_per_pairing=args.games), indent=2)
                              + "\n")
         print(f"Results written to {args.json}")
@@ -324,10 +324,10 @@ def _check_connect_four_perfect(game, specs: list[str], opening_moves: int) -> N
         )
 
 
-def _judge_on_positions(args: argparse.Namespace, *, write: bool = True) -> int:
+def _judge_on_positions(args: argparse.Namespace) -> int:
     import jax
 
-    from azjax import bots, evaluation
+    from azjax import bots, evaluation, parallel
     from azjax.solver import positions
 
     game = _game_for(args.agents, args.game)
@@ -342,7 +342,7 @@ def _judge_on_positions(args: argparse.Namespace, *, write: bool = True) -> int:
         report = evaluation.judge_bot(jax.random.key(args.seed), bot, labelled)
         print(f"\n{bot.name}:\n{report.format()}", flush=True)
         results[bot.name] = report.to_dict()
-    if args.json is not None and write:
+    if args.json is not None and parallel.is_primary():
         args.json.write_text(json.dumps(dict(game=game.name, positions=results), indent=2) + "\n")
         print(f"Results written to {args.json}")
     return 0

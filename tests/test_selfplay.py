@@ -360,19 +360,28 @@ def test_positions_of_games_that_span_calls_get_their_outcome(tiny_config, num_s
     assert (lost > 0) == (capacity < num_games * (num_steps + parts.game.max_length))
 
 
-def test_dropping_unfinished_games_keeps_only_positions_of_games_that_ended(tiny_config):
-    """keep_unfinished=False: what a call's trajectory alone can label goes in, in order; the rest is dropped."""
+def play_and_store(tiny_config, num_calls: int = 4, **store_options):
+    """Self-play in calls of 3 moves, each stored at once (`store_positions` with `store_options`) into a ring of
+    4096: the buffer, and each call's trajectory (on the host) with its counts."""
     config = dataclasses.replace(tiny_config, selfplay=dataclasses.replace(tiny_config.selfplay, num_steps=3))
     parts = make_components(config)
-    store = jax.jit(functools.partial(store_positions, max_length=parts.game.max_length, keep_unfinished=False))
+    store = jax.jit(functools.partial(store_positions, max_length=parts.game.max_length, **store_options))
     state = init_selfplay(jax.random.key(4), parts.game, config.selfplay)
     buffer = replay.init_replay(parts.game, 4096)
-    expected_targets = []
-    for call in range(4):
+    calls = []
+    for call in range(num_calls):
         pending = state.pending
         state, trajectory = compiled_selfplay(config)(jax.random.key(10 + call), network_variables(tiny_config), state)
         buffer, counts = store(buffer, trajectory, pending)
-        trajectory = jax.device_get(trajectory)
+        calls.append((jax.device_get(trajectory), counts))
+    return buffer, calls
+
+
+def test_dropping_unfinished_games_keeps_only_positions_of_games_that_ended(tiny_config):
+    """keep_unfinished=False: what a call's trajectory alone can label goes in, in order; the rest is dropped."""
+    buffer, calls = play_and_store(tiny_config, keep_unfinished=False)
+    expected_targets = []
+    for trajectory, counts in calls:
         target, mask = reference_value_targets(trajectory.terminated, trajectory.rewards, trajectory.current_player)
         expected_targets += target.reshape(-1)[mask.reshape(-1)].tolist()
         assert int(counts["positions_lost"]) == np.sum(~mask) and int(counts["positions_added"]) == np.sum(mask)
@@ -386,18 +395,8 @@ def test_value_target_mix_blends_the_outcome_with_the_search_value_of_the_move_p
     """value_target_mix m: each ready position's target is (1 - m) x its game's outcome + m x the search's value
     of the move played there, both for its player to move; also for games that end in a later call (keep)."""
     mix = 0.25
-    config = dataclasses.replace(tiny_config, selfplay=dataclasses.replace(tiny_config.selfplay, num_steps=3))
-    parts = make_components(config)
-    store = jax.jit(functools.partial(store_positions, max_length=parts.game.max_length,
-                                      keep_unfinished=keep_unfinished, value_target_mix=mix))
-    state = init_selfplay(jax.random.key(4), parts.game, config.selfplay)
-    buffer = replay.init_replay(parts.game, 4096)
-    trajectories = []
-    for call in range(4):
-        pending = state.pending
-        state, trajectory = compiled_selfplay(config)(jax.random.key(10 + call), network_variables(tiny_config), state)
-        buffer, _ = store(buffer, trajectory, pending)
-        trajectories.append(jax.device_get(trajectory))
+    buffer, calls = play_and_store(tiny_config, keep_unfinished=keep_unfinished, value_target_mix=mix)
+    trajectories = [trajectory for trajectory, _ in calls]
     whole = jax.tree.map(lambda *xs: np.concatenate(xs), *trajectories)  # [4 T, B]
     if keep_unfinished:  # the ring holds every position in time-major order
         outcome, mask = reference_value_targets(whole.terminated, whole.rewards, whole.current_player)

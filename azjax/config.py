@@ -42,6 +42,7 @@ class SearchConfig:
     num_simulations: int = 32  # simulations per move
     max_num_considered_actions: int = 16  # gumbel: actions sampled at the root for sequential halving
     gumbel_scale: float = 1.0  # gumbel: scale of the root Gumbel noise (0 = deterministic)
+    value_scale: float = 0.1  # gumbel: weight of the Q-values against the prior logits (mctx's qtransform default)
     dirichlet_alpha: float = 0.3  # puct: Dirichlet noise concentration at the root
     dirichlet_fraction: float = 0.25  # puct: weight of the noise in the root prior
     pb_c_init: float = 1.25  # puct: exploration constant
@@ -128,6 +129,8 @@ class Config:
                 f"({self.search.num_simulations}) new nodes: at least {self.search.num_simulations + 1}, or None for "
                 f"{2 * self.search.num_simulations + 1}"
             )
+        if not self.search.value_scale > 0:
+            raise ConfigError(f"search.value_scale must be > 0 (mctx's default is 0.1), got {self.search.value_scale}")
         if not 0.0 <= self.search.dirichlet_fraction <= 1.0:
             raise ConfigError("search.dirichlet_fraction must lie in [0, 1]")
         _positive(self.selfplay, "num_games", "selfplay.")

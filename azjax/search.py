@@ -123,6 +123,7 @@ def make_search_fn(game: Game, apply_fn: ApplyFn, config: SearchConfig) -> Calla
                 **reuse,
                 max_num_considered_actions=config.max_num_considered_actions,
                 gumbel_scale=config.gumbel_scale,
+                qtransform=functools.partial(mctx.qtransform_completed_by_mix_value, value_scale=config.value_scale),
             )
             action = output.action
         else:

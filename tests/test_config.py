@@ -124,6 +124,7 @@ def test_with_overrides_leaves_the_original_and_the_overrides_alone():
         ({"network.compute_dtype": "float16"}, "network.compute_dtype"),
         ({"search.policy": "alphabeta"}, "search.policy"),
         ({"search.dirichlet_fraction": 1.5}, "search.dirichlet_fraction"),
+        ({"search.value_scale": 0}, "search.value_scale"),
         ({"selfplay.num_games": 0}, "selfplay.num_games"),
         ({"selfplay.num_steps": 0}, "selfplay.num_steps"),
         ({"selfplay.opening_moves": -1}, "selfplay.opening_moves"),

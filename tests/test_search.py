@@ -323,3 +323,19 @@ def test_puct_samples_in_the_opening_and_plays_the_most_visited_later():
         assert np.all(batch.legal[np.arange(size), out.action])
         sampled_differs |= bool(np.any(out.action[0::2] != most_visited[0::2]))
     assert sampled_differs, "with move_number < temperature_moves the action should be sampled from the visits"
+
+
+def test_value_scale_weighs_the_q_values_in_gumbels_policy_target():
+    """`search.value_scale` reaches mctx's qtransform: with a network that knows nothing (uniform prior), the
+    improved policy is softmax(sigma(Q)), so a larger scale puts more of the target on the winning move."""
+    batch = positions("tic_tac_toe")
+    rows = [i for i, kind in enumerate(batch.kinds) if kind == "win"]
+    move_number = jnp.full(len(batch.kinds), PAST_OPENING, jnp.int32)
+    game = games.make("tic_tac_toe")
+    apply_fn = functools.partial(uniform_apply, num_actions=game.num_actions)
+    weight_on_win = {}
+    for value_scale in (0.01, 0.1):
+        config = SearchConfig(num_simulations=NUM_SIMULATIONS, gumbel_scale=0.0, value_scale=value_scale)
+        out = jax.device_get(make_search_fn(game, apply_fn, config)({}, jax.random.key(0), batch.states, move_number))
+        weight_on_win[value_scale] = out.policy_target[rows, [batch.moves[i] for i in rows]]
+    assert np.all(weight_on_win[0.1] > weight_on_win[0.01] + 0.05), weight_on_win

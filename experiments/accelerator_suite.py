@@ -60,7 +60,7 @@ PEAK_TFLOPS = {
 FULL = dict(networks=[(4, 64), (6, 128)], batch_sizes=[256, 1024, 4096, 8192], simulations=[32, 128],
             dtypes=["float32", "bfloat16"], steps=16, repeats=3, max_batch=65536)
 QUICK = dict(networks=[(1, 8)], batch_sizes=[8], simulations=[2], dtypes=["float32", "bfloat16"], steps=2, repeats=1,
-             max_batch=32)
+             max_batch=16)
 
 
 def peak_tflops(device: jax.Device, dtype: str, given: float | None) -> float | None:

@@ -32,4 +32,4 @@ def test_your_own_game_notebook_runs(tmp_path):
     assert "X wins at once: network's value" in text and "the search plays" in text
     assert "Your move: c2-c3" in text and "trained plays" in text and "moves: c2-c3" in text
     assert "the legal moves and the ends agree with the plain-Python rules" in text
-    assert execute.num_images(notebook) == 2  # the learning curve and the network's view of three positions
+    assert execute.num_images(notebook) == 2  # the learning curve and the network's view of four positions

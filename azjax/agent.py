@@ -1,6 +1,7 @@
 """A trained agent loaded from a run directory: `load_agent(run_dir)`.
 
-    agent = azjax.load_agent("runs/tic_tac_toe-...")
+    agent = azjax.load_agent("runs/tic_tac_toe-...")                 # the latest checkpoint
+    early = azjax.load_agent("runs/tic_tac_toe-...", iteration=10)   # or any kept one; or best_metric="eval/score"
     states = jax.vmap(agent.game.init)(jax.random.split(key, 8))
     logits, value = agent.policy_value(states)        # [8, A] masked logits, [8] value for the side to move
     actions = agent.act(key, states)                   # with search (the run's search config)
@@ -92,12 +93,18 @@ def make_agent(config: Config, variables: dict) -> Agent:
     return Agent(config=config, game=game, network=make_network(config.network, game.num_actions), variables=variables)
 
 
-def load_agent(run_dir: str | Path) -> Agent:
-    """The agent of a run directory's latest checkpoint.
+def load_agent(run_dir: str | Path, *, iteration: int | None = None, best_metric: str | None = None) -> Agent:
+    """The agent of a run directory's latest checkpoint, or of another one.
 
+    Args:
+      run_dir: a run directory (`azjax train --out`), one of its `checkpoints/<iteration>` directories, or an
+        export (`azjax export`).
+      iteration: the run's checkpoint of this iteration instead of the latest (a run directory keeps its last
+        few checkpoints and its best; the error lists those it has).
+      best_metric: the run's checkpoint with the highest value of this metric instead, e.g. "eval/score".
     Raises:
-      checkpointing.CheckpointError: the directory, its config or its checkpoint cannot be used (the message
-        says which and what to do).
+      checkpointing.CheckpointError: the directory, its config or the checkpoint asked for cannot be used (the
+        message says which and what to do).
     """
-    config, variables = checkpointing.restore_model(Path(run_dir))
+    config, variables = checkpointing.restore_model(Path(run_dir), iteration=iteration, best_metric=best_metric)
     return make_agent(config, variables)

@@ -52,6 +52,9 @@ class SearchOutput(struct.PyTreeNode):
     action_values: jax.Array  # [B, A] float32, the search's value (Q) of each visited move for the player to move
     # at the root; NaN where unvisited
     tree: tree_reuse.KeptTree | None = None  # with reuse_tree: the whole search tree, rooted at the searched states
+    # With make_search_fn(..., return_tree=True): mctx's tree as its policy built it ([B, nodes, ...], node 0 the
+    # root, node i + 1 made by simulation i), with the policy's extra data (Gumbel: `extra_data.root_gumbel`).
+    search_tree: mctx.Tree | None = None
 
 
 def masked_logits(logits: jax.Array, legal_action_mask: jax.Array) -> jax.Array:
@@ -84,7 +87,9 @@ def _recurrent_fn(
     return output, next_states
 
 
-def make_search_fn(game: Game, apply_fn: ApplyFn, config: SearchConfig) -> Callable[..., SearchOutput]:
+def make_search_fn(
+    game: Game, apply_fn: ApplyFn, config: SearchConfig, *, return_tree: bool = False
+) -> Callable[..., SearchOutput]:
     """Builds `search(variables, key, states, move_number, kept=None) -> SearchOutput` for a batch of non-terminal
     states.
 
@@ -92,6 +97,8 @@ def make_search_fn(game: Game, apply_fn: ApplyFn, config: SearchConfig) -> Calla
       game: the game whose states are searched.
       apply_fn: the network, (variables, observations [B, ...]) -> (logits [B, A], value [B]).
       config: which policy (Gumbel MuZero or PUCT) and its hyperparameters.
+      return_tree: also return mctx's search tree (`SearchOutput.search_tree`), to inspect a search. Its arrays
+        are [B, nodes, A]: leave it off where the output leaves jit in bulk.
     The returned function takes `move_number` int32 [B], the number of moves already played in each game, which
     PUCT's temperature schedule uses (sample for the first `temperature_moves` moves, then play the most visited).
     With `config.reuse_tree` it also takes `kept`, the tree kept for these states (`tree_reuse.KeptTree` of
@@ -152,6 +159,7 @@ def make_search_fn(game: Game, apply_fn: ApplyFn, config: SearchConfig) -> Calla
             visit_counts=summary.visit_counts,
             action_values=jnp.where(summary.visit_counts > 0, summary.qvalues, jnp.nan),
             tree=tree_reuse.searched(output.search_tree, config.num_simulations) if config.reuse_tree else None,
+            search_tree=output.search_tree if return_tree else None,
         )
 
     return search

@@ -561,3 +561,15 @@ def test_damaged_export_is_a_clear_error(runs, tmp_path):
     (out / "config.json").write_text('{"network": {"num_blocks": "two"}}')
     with pytest.raises(checkpointing.CheckpointError, match=r"network\.num_blocks must be an int"):
         azjax.load_agent(out)
+
+
+def test_load_agent_takes_an_earlier_iteration_or_the_best(runs):
+    run_dir = runs["root"] / "straight"
+    latest, early = azjax.load_agent(run_dir), azjax.load_agent(run_dir, iteration=N)
+    _, expected = checkpointing.restore_model(run_dir, iteration=N)
+    assert jax.tree.all(jax.tree.map(np.array_equal, early.variables, expected))
+    assert not jax.tree.all(jax.tree.map(np.array_equal, early.variables, latest.variables))
+    with pytest.raises(checkpointing.CheckpointError, match=f"no checkpoint of iteration 99; it has {N}, {2 * N}"):
+        azjax.load_agent(run_dir, iteration=99)
+    with pytest.raises(checkpointing.CheckpointError, match="has the metric 'no/such'"):
+        azjax.load_agent(run_dir, best_metric="no/such")

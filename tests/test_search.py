@@ -339,3 +339,29 @@ def test_value_scale_weighs_the_q_values_in_gumbels_policy_target():
         out = jax.device_get(make_search_fn(game, apply_fn, config)({}, jax.random.key(0), batch.states, move_number))
         weight_on_win[value_scale] = out.policy_target[rows, [batch.moves[i] for i in rows]]
     assert np.all(weight_on_win[0.1] > weight_on_win[0.01] + 0.05), weight_on_win
+
+
+@pytest.mark.parametrize("policy", ["gumbel", "puct"])
+def test_return_tree_gives_mctx_tree_of_the_same_search(policy):
+    """`return_tree=True` returns the tree the search built, agreeing with the output's root statistics; the
+    search itself is unchanged, and by default no tree is returned."""
+    batch = positions("tic_tac_toe")
+    game = games.make("tic_tac_toe")
+    move_number = jnp.full(len(batch.kinds), PAST_OPENING, jnp.int32)
+    apply_fn = functools.partial(uniform_apply, num_actions=game.num_actions)
+    config = SearchConfig(policy=policy, num_simulations=NUM_SIMULATIONS)
+    key = jax.random.key(3)
+    plain = jax.device_get(make_search_fn(game, apply_fn, config)({}, key, batch.states, move_number))
+    out = jax.device_get(make_search_fn(game, apply_fn, config, return_tree=True)({}, key, batch.states, move_number))
+    assert plain.search_tree is None and plain.tree is None
+    np.testing.assert_array_equal(out.action, plain.action)
+    np.testing.assert_array_equal(out.policy_target, plain.policy_target)
+    tree = out.search_tree
+    size = len(batch.kinds)
+    assert tree.node_visits.shape == (size, NUM_SIMULATIONS + 1)
+    np.testing.assert_array_equal(tree.children_visits[:, 0], out.visit_counts)
+    np.testing.assert_array_equal(tree.node_visits[:, 0], NUM_SIMULATIONS + 1)  # the root and each simulation
+    np.testing.assert_array_equal(tree.root_invalid_actions, ~batch.legal)
+    if policy == "gumbel":  # the root noise that chose the considered actions, one per game and action
+        noise = tree.extra_data.root_gumbel
+        assert noise.shape == (size, game.num_actions) and np.all(np.isfinite(noise)) and np.std(noise) > 0.1

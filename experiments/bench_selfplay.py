@@ -178,6 +178,7 @@ def _reference_move(
         invalid_actions=~state.legal_action_mask,
         max_num_considered_actions=config.max_num_considered_actions,
         gumbel_scale=config.gumbel_scale,
+        qtransform=functools.partial(mctx.qtransform_completed_by_mix_value, value_scale=config.value_scale),
     )
     batch_size = policy_output.action.shape[0]
     mover = state.current_player
@@ -396,7 +397,7 @@ def print_header(
     )
     print(
         f"# search: mctx.gumbel_muzero_policy, max_num_considered_actions={network['max_num_considered_actions']}, "
-        f"gumbel_scale={network['gumbel_scale']}; finished games restarted"
+        f"gumbel_scale={network['gumbel_scale']}, value_scale={network['value_scale']}; finished games restarted"
     )
     print(
         f"# jit(lax.scan over T={args.steps} moves of B games); positions/s = B*T / MEDIAN of {args.repeats} timed "
@@ -481,6 +482,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "num_parameters": sum(x.size for x in jax.tree.leaves(variables["params"])),
         "max_num_considered_actions": base.search.max_num_considered_actions,
         "gumbel_scale": base.search.gumbel_scale,
+        "value_scale": base.search.value_scale,
     }
     info = machine_info()
     info["mctx"] = getattr(mctx, "__version__", None)

@@ -132,6 +132,12 @@ def _expand_to(flags: jax.Array, like: jax.Array) -> jax.Array:
     return flags.reshape(flags.shape + (1,) * (like.ndim - flags.ndim))
 
 
+# A match whose game may last this many moves or more plays its last games in a smaller batch (`run_games`'s
+# `compact`): Brandub (200) is such a game, Connect Four (42) and Othello (60) are not.
+COMPACT_MIN_LENGTH = 100
+COMPACT_FRACTION = 4  # the tail batch holds a quarter of the pairs
+
+
 def run_games(
     key: jax.Array,
     game: Game,
@@ -142,6 +148,7 @@ def run_games(
     opening_moves: int = 0,
     opening_agent: AgentFn = random_agent,
     mesh: Mesh | None = None,
+    compact: bool | None = None,
 ) -> Games:
     """Plays `num_games` (even) games in parallel, A as player 0 in the first half and player 1 in the second;
     game i and game i + num_games / 2 (a pair) start from the same opening of `opening_moves` moves by
@@ -158,6 +165,12 @@ def run_games(
     state, terminal ones included). In a game where the turn alternates, the two games of a pair stay in step
     and every game moves at every step; otherwise a game whose mover is busy in the other game of the pair
     waits a step. Either way each agent sees half the games, not all of them.
+
+    `compact`: once no more than a quarter of the pairs are still playing, gather them into a batch of that size
+    and play on there, so that a few long games do not keep the agents searching the whole batch (the rest of
+    the batch is finished games). It costs a second compilation of the agents. None (the default): on for games
+    of `COMPACT_MIN_LENGTH` moves or more, with at least 8 games per device. Deterministic agents play the same
+    games either way; random ones draw other numbers in the tail.
     """
     if num_games < 2 or num_games % 2:
         raise ValueError(f"num_games must be even and >= 2 (half with each seat), got {num_games}")
@@ -165,7 +178,10 @@ def run_games(
     if mesh is not None:
         if half % mesh.size:
             raise ValueError(f"num_games / 2 ({half}) must be a multiple of the mesh's {mesh.size} devices")
-        return _on_each_device(key, game, agent_a, agent_b, num_games // mesh.size, opening_moves, opening_agent, mesh)
+        return _on_each_device(key, game, agent_a, agent_b, num_games // mesh.size, opening_moves, opening_agent,
+                               mesh, compact)
+    if compact is None:
+        compact = game.max_length >= COMPACT_MIN_LENGTH and num_games >= 8
     opening_key, play_key = jax.random.split(key)
     if opening_moves > 0:
         states, opening = _distinct_openings(opening_key, game, half, opening_moves, opening_agent)
@@ -173,47 +189,77 @@ def run_games(
         states, opening = jax.vmap(game.init)(jax.random.split(opening_key, half)), jnp.zeros((half, 0), jnp.int32)
     moves = jnp.full((half, game.max_length), -1, jnp.int32).at[:, : opening.shape[1]].set(opening)
     states, moves = jax.tree.map(lambda x: jnp.concatenate([x, x]), (states, moves))
-    seat = jnp.concatenate([jnp.zeros(half, jnp.int32), jnp.ones(half, jnp.int32)])
-    pair = jnp.arange(half)
-
-    def unfinished(match: _Match) -> jax.Array:
-        # Every step moves at least one live game of each pair, so 2 * max_length steps always suffice.
-        return jnp.any(~match.states.terminated) & (match.num_steps < 2 * game.max_length)
-
-    def move(match: _Match) -> _Match:
-        key_a, key_b = jax.random.split(jax.random.fold_in(play_key, match.num_steps))
-        live = ~match.states.terminated
-        a_turn = live & (match.states.current_player == seat)
-        b_turn = live & (match.states.current_player != seat)
-        # A prefers the pair's first game and B the second; a_turn and b_turn exclude each other, so no game is
-        # picked by both.
-        a_index = jnp.where(a_turn[:half], pair, pair + half)
-        b_index = jnp.where(b_turn[half:], pair + half, pair)
-        a_actions, memory_a = _choose(agent_a, key_a, match.states, match.memory_a, a_index, a_turn)
-        b_actions, memory_b = _choose(agent_b, key_b, match.states, match.memory_b, b_index, b_turn)
-        a_moves = jnp.zeros(num_games, bool).at[a_index].set(a_turn[a_index])
-        b_moves = jnp.zeros(num_games, bool).at[b_index].set(b_turn[b_index])
-        actions = jnp.where(
-            a_moves,
-            jnp.zeros(num_games, jnp.int32).at[a_index].set(a_actions),
-            jnp.zeros(num_games, jnp.int32).at[b_index].set(b_actions),
-        )
-        moving = a_moves | b_moves
-        stepped = jax.vmap(game.step)(match.states, actions)
-        states = jax.tree.map(lambda new, old: jnp.where(_expand_to(moving, new), new, old), stepped, match.states)
-        returns = match.returns + jnp.where(moving[:, None], stepped.rewards, 0.0)
-        moves = _record(match.moves, actions, moving)
-        # Each memory follows every move played in its games, whoever played it.
-        memory_a = _follow(agent_a, memory_a, actions, moving)
-        memory_b = _follow(agent_b, memory_b, actions, moving)
-        return _Match(states, returns, match.length + moving, moves, match.num_steps + 1, memory_a, memory_b)
-
     opened = jnp.sum(moves >= 0, axis=1).astype(jnp.int32)
     memories = [_init_memory(agent, states) for agent in (agent_a, agent_b)]
     start = _Match(states, jnp.zeros((num_games, 2), jnp.float32), opened, moves, jnp.int32(0), *memories)
-    played = jax.lax.while_loop(unfinished, move, start)
+    move = functools.partial(_move, game=game, agent_a=agent_a, agent_b=agent_b, play_key=play_key)
+    tail = half // COMPACT_FRACTION if compact else 0
+    played = jax.lax.while_loop(functools.partial(_playing, game=game, more_than=tail), move, start)
+    if tail:
+        # The pairs still playing, then finished ones to fill the tail batch (distinct, so that writing back is
+        # one to one); a pair's two games stay together, the first halves before the second halves.
+        live_pairs = _live_pairs(played)
+        chosen = jax.lax.top_k(live_pairs.astype(jnp.int32), tail)[1]
+        games = jnp.concatenate([chosen, chosen + half])
+        per_game = played.replace(num_steps=None)
+        rest = jax.tree.map(lambda x: x[games], per_game).replace(num_steps=played.num_steps)
+        rest = jax.lax.while_loop(functools.partial(_playing, game=game, more_than=0), move, rest)
+        played = jax.tree.map(lambda whole, part: whole.at[games].set(part), per_game,
+                              rest.replace(num_steps=None)).replace(num_steps=rest.num_steps)
+    seat = _seats(num_games)
     outcome = jnp.take_along_axis(played.returns, seat[:, None], axis=1)[:, 0]
     return Games(outcome=outcome, seat=seat, length=played.length, moves=played.moves)
+
+
+def _seats(num_games: int) -> jax.Array:
+    """A's player id in each game: 0 in the first half, 1 in the second."""
+    return jnp.concatenate([jnp.zeros(num_games // 2, jnp.int32), jnp.ones(num_games // 2, jnp.int32)])
+
+
+def _live_pairs(match: _Match) -> jax.Array:
+    """[N / 2] bool: pairs with a game still playing."""
+    live = ~match.states.terminated
+    half = live.shape[0] // 2
+    return live[:half] | live[half:]
+
+
+def _playing(match: _Match, *, game: Game, more_than: int) -> jax.Array:
+    """Whether to play on: more than `more_than` pairs still playing, and the step limit not reached (every step
+    moves at least one live game of each pair, so 2 * max_length steps always suffice)."""
+    return (jnp.sum(_live_pairs(match)) > more_than) & (match.num_steps < 2 * game.max_length)
+
+
+def _move(match: _Match, *, game: Game, agent_a: Player, agent_b: Player, play_key: jax.Array) -> _Match:
+    """One step of a match of N games laid out as `run_games` lays them out (pairs i and i + N / 2)."""
+    num_games = match.length.shape[0]
+    half = num_games // 2
+    seat, pair = _seats(num_games), jnp.arange(half)
+    key_a, key_b = jax.random.split(jax.random.fold_in(play_key, match.num_steps))
+    live = ~match.states.terminated
+    a_turn = live & (match.states.current_player == seat)
+    b_turn = live & (match.states.current_player != seat)
+    # A prefers the pair's first game and B the second; a_turn and b_turn exclude each other, so no game is
+    # picked by both.
+    a_index = jnp.where(a_turn[:half], pair, pair + half)
+    b_index = jnp.where(b_turn[half:], pair + half, pair)
+    a_actions, memory_a = _choose(agent_a, key_a, match.states, match.memory_a, a_index, a_turn)
+    b_actions, memory_b = _choose(agent_b, key_b, match.states, match.memory_b, b_index, b_turn)
+    a_moves = jnp.zeros(num_games, bool).at[a_index].set(a_turn[a_index])
+    b_moves = jnp.zeros(num_games, bool).at[b_index].set(b_turn[b_index])
+    actions = jnp.where(
+        a_moves,
+        jnp.zeros(num_games, jnp.int32).at[a_index].set(a_actions),
+        jnp.zeros(num_games, jnp.int32).at[b_index].set(b_actions),
+    )
+    moving = a_moves | b_moves
+    stepped = jax.vmap(game.step)(match.states, actions)
+    states = jax.tree.map(lambda new, old: jnp.where(_expand_to(moving, new), new, old), stepped, match.states)
+    returns = match.returns + jnp.where(moving[:, None], stepped.rewards, 0.0)
+    moves = _record(match.moves, actions, moving)
+    # Each memory follows every move played in its games, whoever played it.
+    memory_a = _follow(agent_a, memory_a, actions, moving)
+    memory_b = _follow(agent_b, memory_b, actions, moving)
+    return _Match(states, returns, match.length + moving, moves, match.num_steps + 1, memory_a, memory_b)
 
 
 def _memory_of(agent: Player) -> Memory | None:
@@ -254,13 +300,14 @@ def _on_each_device(
     opening_moves: int,
     opening_agent: AgentFn,
     mesh: Mesh,
+    compact: bool | None,
 ) -> Games:
     """`run_games` on every device of `mesh` independently (`shard_map`), `games_per_device` games each."""
 
     def local(key: jax.Array) -> Games:
         key = jax.random.fold_in(key, jax.lax.axis_index(DATA_AXIS))
         return run_games(key, game, agent_a, agent_b, games_per_device, opening_moves=opening_moves,
-                         opening_agent=opening_agent)
+                         opening_agent=opening_agent, compact=compact)
 
     # check_vma=False: games and agents are written for one device and need not mark what varies across devices.
     return jax.shard_map(
@@ -269,7 +316,8 @@ def _on_each_device(
 
 
 @functools.partial(
-    jax.jit, static_argnames=("game", "agent_a", "agent_b", "num_games", "opening_moves", "opening_agent", "mesh")
+    jax.jit,
+    static_argnames=("game", "agent_a", "agent_b", "num_games", "opening_moves", "opening_agent", "mesh", "compact"),
 )
 def play_games(
     key: jax.Array,
@@ -281,12 +329,12 @@ def play_games(
     opening_moves: int = 0,
     opening_agent: AgentFn = random_agent,
     mesh: Mesh | None = None,
+    compact: bool | None = None,
 ) -> Games:
     """`run_games`, jitted: compiled once per game, pair of agents (compared as Python objects: pass the same
     functions again to reuse the compilation) and settings; only `key` is traced."""
-    return run_games(
-        key, game, agent_a, agent_b, num_games, opening_moves=opening_moves, opening_agent=opening_agent, mesh=mesh
-    )
+    return run_games(key, game, agent_a, agent_b, num_games, opening_moves=opening_moves,
+                     opening_agent=opening_agent, mesh=mesh, compact=compact)
 
 
 # --------------------------------------------------------------------------------------------------------------

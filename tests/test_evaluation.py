@@ -37,9 +37,9 @@ def last_cell(key, states):
     return (num_actions - 1 - jnp.argmax(states.legal_action_mask[:, ::-1], axis=-1)).astype(jnp.int32)
 
 
-def run(game, agent_a, agent_b, num_games, opening_moves=0, seed=0):
+def run(game, agent_a, agent_b, num_games, opening_moves=0, seed=0, compact=None):
     fn = jax.jit(functools.partial(arena.run_games, game=game, agent_a=agent_a, agent_b=agent_b,
-                                   num_games=num_games, opening_moves=opening_moves))
+                                   num_games=num_games, opening_moves=opening_moves, compact=compact))
     return jax.device_get(fn(jax.random.key(seed)))
 
 
@@ -81,8 +81,9 @@ def test_openings_vary_deterministic_games_and_pairs_share_them(ttt):
     assert set(games_.outcome.tolist()) >= {-1.0, 1.0}
 
 
-def test_recorded_moves_replay_the_games(ttt):
-    games_ = run(ttt, evaluation.random_agent, first_cell, 20, opening_moves=2, seed=3)
+@pytest.mark.parametrize("compact", [False, True])
+def test_recorded_moves_replay_the_games(ttt, compact):
+    games_ = run(ttt, evaluation.random_agent, first_cell, 20, opening_moves=2, seed=3, compact=compact)
     for seat, moves, length, outcome in zip(games_.seat, games_.moves, games_.length, games_.outcome, strict=True):
         state = ttt.init(jax.random.key(0))
         played = [int(m) for m in moves if m >= 0]
@@ -91,6 +92,26 @@ def test_recorded_moves_replay_the_games(ttt):
             assert not state.terminated and state.legal_action_mask[action]
             state = ttt.step(state, action)
         assert state.terminated and float(state.rewards[seat]) == outcome
+
+
+def test_compacting_the_last_games_plays_the_same_games():
+    """Deterministic agents play the same games whether the last quarter of the pairs move to a smaller batch or
+    not; the games end at different moves, so the smaller batch does play (Connect Four, 64 games)."""
+    game = games.make("connect_four")
+
+    def hashed(key, states):
+        """Deterministic, but a different move in different positions: the legal move with the largest hash."""
+        del key
+        board = states.board.reshape(states.board.shape[0], -1).astype(jnp.float32)
+        position = board @ jnp.sin(jnp.arange(1.0, board.shape[1] + 1))
+        scores = jnp.sin(12.9898 * position[:, None] + 78.233 * jnp.arange(game.num_actions))
+        return jnp.argmax(jnp.where(states.legal_action_mask, scores, -2.0), axis=-1).astype(jnp.int32)
+
+    whole, compacted = (run(game, hashed, last_cell, 64, opening_moves=4, seed=5, compact=compact)
+                        for compact in (False, True))
+    assert len(set(whole.length.tolist())) > 8
+    for field in ("outcome", "seat", "length", "moves"):
+        np.testing.assert_array_equal(getattr(compacted, field), getattr(whole, field), err_msg=field)
 
 
 @pytest.mark.parametrize("opening_moves, distinct", [(1, 18), (3, 200)])

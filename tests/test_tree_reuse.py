@@ -284,9 +284,11 @@ def test_a_checkpoint_resumes_with_the_same_trees(reusing_run, tmp_path):
 # Bots: the arena and `azjax play` keep a bot's tree
 
 
-def test_the_arena_lets_a_memory_follow_every_move(setting):
+@pytest.mark.parametrize("compact", [False, True])
+def test_the_arena_lets_a_memory_follow_every_move(setting, compact):
     """A spy bot remembers the position by following the moves it is told about, and plays an illegal move (which
-    the arena records) the moment its memory differs from the game it is asked about."""
+    the arena records) the moment its memory differs from the game it is asked about; also when the last games
+    move to a smaller batch (`compact`), memories with them."""
     game = setting[0]
 
     def analyse(key, states, memory):
@@ -303,7 +305,7 @@ def test_the_arena_lets_a_memory_follow_every_move(setting):
     spy = bots.Bot("spy", lambda key, states: bots.random_analysis(key, states),
                    bots.Memory(init=lambda states: states, analyse=analyse, follow=follow))
     games_played = jax.device_get(arena.play_games(jax.random.key(0), game, spy, bots.random_bot(), 40,
-                                                   opening_moves=2))
+                                                   opening_moves=2, compact=compact))
     for moves in games_played.moves:
         state = game.init(jax.random.key(0))
         for action in moves[moves >= 0]:

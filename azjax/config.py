@@ -75,6 +75,9 @@ class SelfPlayConfig:
     # Off by default on evidence: at equal time, keeping scored worse in Connect Four (two seeds) and Brandub (one)
     # (experiments/results/connect_four_strength_cpu.txt, learns_cpu.txt).
     keep_unfinished: bool = False  # a game outlasting an iteration: its positions wait in replay (False: dropped)
+    # Playout-cap randomisation (KataGo): only fully searched moves train the policy; all train the value.
+    full_search_fraction: float = 1.0  # share of self-play steps searched in full, the rest fast; 1: all in full
+    fast_search_simulations: int = 4  # simulations of a fast search (with full_search_fraction < 1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,6 +142,22 @@ class Config:
             raise ConfigError(f"selfplay.opening_moves must be >= 0, got {self.selfplay.opening_moves}")
         if not 0.0 <= self.selfplay.resign_disabled_fraction <= 1.0:
             raise ConfigError("selfplay.resign_disabled_fraction must lie in [0, 1]")
+        if not 0.0 < self.selfplay.full_search_fraction <= 1.0:
+            raise ConfigError(
+                "selfplay.full_search_fraction must lie in (0, 1] (1: every move searched in full), "
+                f"got {self.selfplay.full_search_fraction}"
+            )
+        if self.selfplay.full_search_fraction < 1.0:
+            _positive(self.selfplay, "fast_search_simulations", "selfplay.")
+            if self.selfplay.fast_search_simulations >= self.search.num_simulations:
+                raise ConfigError(
+                    f"selfplay.fast_search_simulations ({self.selfplay.fast_search_simulations}) must be fewer than "
+                    f"search.num_simulations ({self.search.num_simulations}), or set selfplay.full_search_fraction 1"
+                )
+            if self.search.reuse_tree:
+                raise ConfigError(
+                    "selfplay.full_search_fraction < 1 does not work with search.reuse_tree yet: turn one of them off"
+                )
         _positive(self.train, "batch_size", "train.")
         _positive(self.train, "num_sgd_steps", "train.")
         _positive(self.train, "replay_capacity", "train.")

@@ -11,6 +11,10 @@ the positions of the game in progress that wait so. A game of L recorded moves n
 the ring until it ends: with `replay_capacity >= num_games * (num_steps + max_length)` none is ever overwritten
 first (otherwise the lost ones are counted in the metrics).
 
+Playout-cap randomisation (`SelfPlayConfig.full_search_fraction` < 1, KataGo's): at each step the whole batch is
+searched either in full or with the fast search (a scalar draw, so that a fast step costs only its simulations);
+a fast step's policy targets are zeros, which the policy loss skips, and its positions train the value as usual.
+
 With tree reuse (`SearchConfig.reuse_tree`), `SelfPlayState.tree` holds each game's search tree, rooted at its
 current position: after every move it follows the move played (both players' moves: one search serves both
 sides), and a game that ends restarts with nothing kept.
@@ -46,7 +50,7 @@ class Trajectory(struct.PyTreeNode):
     """What T steps of B games recorded; every array is [T, B, ...]."""
 
     observation: jax.Array  # [T, B, *obs] float32, from the side to move
-    policy_target: jax.Array  # [T, B, A] float32, the search's policy
+    policy_target: jax.Array  # [T, B, A] float32, the search's policy; zeros after a fast search (no policy target)
     current_player: jax.Array  # [T, B] int32, the player to move at this position
     move_number: jax.Array  # [T, B] int32, moves played in this game before this position
     root_value: jax.Array  # [T, B] float32, the search's value for the player to move
@@ -101,15 +105,21 @@ def run_selfplay(
     game: Game,
     search_fn: SearchFn,
     config: SelfPlayConfig,
+    fast_search_fn: SearchFn | None = None,
 ) -> tuple[SelfPlayState, Trajectory]:
     """Plays T = `config.num_steps` moves in each of the B games.
 
-    Returns the games in progress afterwards and the trajectory [T, B]. Pure and un-jitted.
+    With `config.full_search_fraction` < 1, `fast_search_fn` (the search with `config.fast_search_simulations`)
+    searches the steps that are not searched in full. Returns the games in progress afterwards and the trajectory
+    [T, B]. Pure and un-jitted.
     """
+    if config.full_search_fraction < 1.0 and fast_search_fn is None:
+        raise ValueError("full_search_fraction < 1 needs a fast_search_fn")
     step_keys = jax.random.split(key, config.num_steps)
 
     def body(carry: SelfPlayState, step_key: jax.Array) -> tuple[SelfPlayState, Trajectory]:
-        return _selfplay_step(step_key, variables, carry, game=game, search_fn=search_fn, config=config)
+        return _selfplay_step(step_key, variables, carry, game=game, search_fn=search_fn, config=config,
+                              fast_search_fn=fast_search_fn)
 
     return jax.lax.scan(body, selfplay_state, step_keys)
 
@@ -122,12 +132,19 @@ def _selfplay_step(
     game: Game,
     search_fn: SearchFn,
     config: SelfPlayConfig,
+    fast_search_fn: SearchFn | None = None,
 ) -> tuple[SelfPlayState, Trajectory]:
     search_key, reset_key, resign_key = jax.random.split(key, 3)
     state = carry.game_state
     mover = state.current_player
     mover_one_hot = jax.nn.one_hot(mover, 2, dtype=bool)
-    searched = search_fn(variables, search_key, state, carry.move_number, carry.tree)
+    search_args = (variables, search_key, state, carry.move_number, carry.tree)
+    if fast_search_fn is not None and config.full_search_fraction < 1.0:
+        full = jax.random.uniform(jax.random.fold_in(key, 3)) < config.full_search_fraction
+        searched = jax.lax.cond(full, search_fn, fast_search_fn, *search_args)
+        searched = searched.replace(policy_target=jnp.where(full, searched.policy_target, 0.0))
+    else:
+        searched = search_fn(*search_args)
     next_state = jax.vmap(game.step)(state, searched.action)
 
     # Resignation: the mover gives up when the search values its chosen move below the threshold (not the root

@@ -64,16 +64,21 @@ class Components:
     network: AlphaZeroNetwork
     optimizer: optax.GradientTransformation
     search_fn: selfplay.SearchFn
+    fast_search_fn: selfplay.SearchFn | None = None  # self-play's fast search (selfplay.full_search_fraction < 1)
 
 
 def make_components(config: Config) -> Components:
-    """Builds the game, network, optimizer and search function that `config` describes."""
+    """Builds the game, network, optimizer and search functions that `config` describes."""
     config.validate()
     game = games.make(config.game)
     network = make_network(config.network, game.num_actions)
     apply_fn = inference_fn(network)
     search_fn = make_search_fn(game, apply_fn, config.search)
-    return Components(game, network, make_optimizer(config.train), search_fn)
+    fast_search_fn = None
+    if config.selfplay.full_search_fraction < 1.0:
+        fast = dataclasses.replace(config.search, num_simulations=config.selfplay.fast_search_simulations)
+        fast_search_fn = make_search_fn(game, apply_fn, fast)
+    return Components(game, network, make_optimizer(config.train), search_fn, fast_search_fn)
 
 
 def make_optimizer(config: TrainConfig) -> optax.GradientTransformation:
@@ -142,14 +147,18 @@ def compute_loss(
     params: dict, batch_stats: dict, batch: replay.Batch, *, network: AlphaZeroNetwork, config: TrainConfig
 ) -> tuple[jax.Array, tuple[dict, dict]]:
     """The AlphaZero loss on a batch: policy cross-entropy + weighted value MSE + L2 on the kernels (the L2 term
-    only for adam and sgd: adamw decays the weights outside the loss).
+    only for adam and sgd: adamw decays the weights outside the loss). The policy term averages over the positions
+    that have a policy target: a fast search's (playout-cap randomisation) is all zeros and counts for nothing.
 
     Returns the total loss and (metrics, updated batch-norm statistics).
     """
     (logits, value), updates = network.apply(
         {"params": params, "batch_stats": batch_stats}, batch.observation, train=True, mutable=["batch_stats"]
     )
-    policy_loss = jnp.mean(optax.softmax_cross_entropy(logits, batch.policy_target))
+    cross_entropy = optax.softmax_cross_entropy(logits, batch.policy_target)  # 0 where there is no target
+    with_target = jnp.sum(jnp.sum(batch.policy_target, axis=-1) > 0)
+    # The mean over the positions with a target; when all have one, the factor is exactly 1 (the plain mean).
+    policy_loss = jnp.mean(cross_entropy) * (cross_entropy.shape[0] / jnp.maximum(with_target, 1))
     value_loss = jnp.mean(jnp.square(value - batch.value_target))
     kernels = jax.tree.leaves(jax.tree.map(lambda x, is_kernel: x if is_kernel else None, params, _kernels(params)))
     l2 = sum(jnp.sum(jnp.square(k)) for k in kernels)
@@ -240,6 +249,7 @@ def _train_iteration(
         game=game,
         search_fn=parts.search_fn,
         config=config.selfplay,
+        fast_search_fn=parts.fast_search_fn,
     )
     games_state, trajectory = split_batch(games_state, mesh), split_batch(trajectory, mesh, batch_axis=1)
     buffer, stored = selfplay.store_positions(run_state.replay, trajectory, run_state.selfplay.pending,

@@ -16,6 +16,7 @@ import pytest
 
 from azjax import replay
 from azjax.networks import init_variables
+from azjax.search import SearchOutput
 from azjax.selfplay import Trajectory, compute_value_targets, init_selfplay, run_selfplay, store_positions
 from azjax.training import make_components
 
@@ -414,3 +415,46 @@ def test_value_target_mix_blends_the_outcome_with_the_search_value_of_the_move_p
     np.testing.assert_allclose(stored[mask], (1 - mix) * outcome[mask] + mix * search_value[mask], atol=1e-6)
     # The search's values differ from the outcomes, so the blend changed the targets, and differ in sign by player.
     assert np.abs(search_value[mask] - outcome[mask]).max() > 0.1 and mask.sum() > 10
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Playout-cap randomisation
+
+
+def stub_search(root_value: float, first: bool):
+    """A search that plays the first (or last) legal move, with a one-hot policy target on it and `root_value`
+    as every value it reports: which search made a step is readable from the trajectory."""
+
+    def search(variables, key, states, move_number, kept=None):
+        del variables, key, move_number, kept
+        legal = states.legal_action_mask
+        num_actions = legal.shape[-1]
+        action = (jnp.argmax(legal, axis=-1) if first else num_actions - 1 - jnp.argmax(legal[:, ::-1], axis=-1))
+        action = action.astype(jnp.int32)
+        value = jnp.full(action.shape, root_value, jnp.float32)
+        return SearchOutput(
+            action=action, policy_target=jax.nn.one_hot(action, num_actions), root_value=value, action_value=value,
+            network_value=value, visit_counts=jnp.zeros(legal.shape, jnp.int32),
+            action_values=jnp.zeros(legal.shape, jnp.float32))
+
+    return search
+
+
+def test_playout_caps_search_some_steps_fast_and_drop_their_policy_targets(tiny_config):
+    config = dataclasses.replace(tiny_config.selfplay, num_steps=40, full_search_fraction=0.5,
+                                 fast_search_simulations=2)
+    game = make_components(tiny_config).game
+    play = jax.jit(functools.partial(run_selfplay, game=game, search_fn=stub_search(0.5, True), config=config,
+                                     fast_search_fn=stub_search(-0.5, False)))
+    _, trajectory = jax.device_get(play(jax.random.key(4), {}, init_selfplay(jax.random.key(5), game, config)))
+    full = trajectory.root_value == 0.5  # [T, B]: the full search made this move
+    assert np.all(full | (trajectory.root_value == -0.5))
+    # One draw per step for the whole batch, about half of them full.
+    np.testing.assert_array_equal(full, np.repeat(full[:, :1], full.shape[1], axis=1))
+    assert 8 <= full[:, 0].sum() <= 32
+    # A full step's positions keep their policy target, a fast step's have none (zeros).
+    np.testing.assert_allclose(trajectory.policy_target[full].sum(-1), 1.0)
+    np.testing.assert_array_equal(trajectory.policy_target[~full], 0.0)
+    with pytest.raises(ValueError, match="needs a fast_search_fn"):
+        run_selfplay(jax.random.key(4), {}, init_selfplay(jax.random.key(5), game, config), game=game,
+                     search_fn=stub_search(0.5, True), config=config)

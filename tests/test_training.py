@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from flax import traverse_util
 
+from azjax import config as config_lib
 from azjax.config import TrainConfig
 from azjax.networks import init_variables
 from azjax.replay import Batch
@@ -90,6 +91,28 @@ def test_compute_loss_is_the_alphazero_formula(parts, variables, batch):
     changed = [not np.allclose(a, b) for a, b in zip(jax.tree.leaves(variables["batch_stats"]),
                                                        jax.tree.leaves(new_stats), strict=True)]
     assert all(changed)
+
+
+def test_positions_without_a_policy_target_count_for_nothing_in_the_policy_loss(parts, variables, batch):
+    """A fast search's positions (playout-cap randomisation) have all-zero policy targets: the policy loss is the
+    mean cross-entropy over the other positions, and the value loss still counts every position."""
+    without = batch.replace(policy_target=batch.policy_target.at[::2].set(0.0))
+    fn = jax.jit(functools.partial(_loss_and_raw_outputs, network=parts.network, config=TrainConfig()))
+    _, metrics, _, logits, value = jax.device_get(fn(variables["params"], variables["batch_stats"], without))
+    log_softmax = np.asarray(jax.nn.log_softmax(logits), np.float64)
+    cross_entropy = -np.sum(np.asarray(without.policy_target) * log_softmax, axis=-1)[1::2]
+    assert metrics["policy_loss"] == pytest.approx(np.mean(cross_entropy), rel=1e-5)
+    assert metrics["value_loss"] == pytest.approx(np.mean((value - np.asarray(batch.value_target)) ** 2), rel=1e-5)
+
+
+def test_a_run_with_playout_caps_trains(tiny_config):
+    """An iteration with playout-cap randomisation (half the steps fast) trains, and its metrics are finite."""
+    config = config_lib.with_overrides(tiny_config, {"selfplay.full_search_fraction": 0.5,
+                                                     "selfplay.fast_search_simulations": 2})
+    state, metrics = jax.jit(make_train_iteration(config))(init_run_state(config))
+    metrics = jax.device_get(metrics)
+    assert int(state.iteration) == 1 and int(state.train_state.step) == config.train.num_sgd_steps
+    assert all(np.isfinite(float(value)) for value in metrics.values())
 
 
 def test_train_step_reduces_the_loss_on_a_fixed_batch(parts, variables, batch):

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
 
+
+# Slow (about 22 s of compilation): the arena's compaction itself is tested in test_evaluation.py and
+# test_tree_reuse.py; this runs the benchmark script around it.
+@pytest.mark.slow
 def test_quick_mode_reports_times_and_the_same_games(load_experiment, tmp_path, capsys):
     out = tmp_path / "bench.json"
     with load_experiment("bench_arena") as bench_arena:

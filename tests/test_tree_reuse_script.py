@@ -6,10 +6,13 @@ from __future__ import annotations
 import json
 
 import jax.numpy as jnp
+import pytest
 
 from azjax import checkpointing, training
 
 
+# Slow (about 50 s): tree reuse itself is tested in test_tree_reuse.py; this runs the experiment script.
+@pytest.mark.slow
 def test_matches_and_cost(load_experiment, tiny_config, tmp_path):
     run = tmp_path / "run"
     checkpointing.write_config(run, tiny_config)

@@ -140,6 +140,8 @@ def _selfplay_step(
     mover_one_hot = jax.nn.one_hot(mover, 2, dtype=bool)
     search_args = (variables, search_key, state, carry.move_number, carry.tree)
     if fast_search_fn is not None and config.full_search_fraction < 1.0:
+        # Its own key by fold_in, so that the three-way split above, and with it every run without playout caps,
+        # stays as it was (bench_selfplay's reference splits keys the same way).
         full = jax.random.uniform(jax.random.fold_in(key, 3)) < config.full_search_fraction
         searched = jax.lax.cond(full, search_fn, fast_search_fn, *search_args)
         searched = searched.replace(policy_target=jnp.where(full, searched.policy_target, 0.0))

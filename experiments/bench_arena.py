@@ -33,11 +33,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from azjax import arena, evaluation, games, parallel
+from azjax import arena, evaluation, parallel
 from azjax import config as config_lib
-from azjax.agent import load_agent, make_agent
-from azjax.networks import inference_fn, init_variables, make_network
+from azjax.agent import Agent, load_agent, make_agent
+from azjax.networks import inference_fn, init_variables
 from azjax.search import make_search_fn
+from azjax.training import make_components
 
 from benchmark import machine_info, median, timed, write_json
 
@@ -64,7 +65,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def search_times(agent: Any, batch: int, repeats: int) -> dict[str, float]:
+def search_times(agent: Agent, batch: int, repeats: int) -> dict[str, float]:
     """Milliseconds per search of `batch` opening positions: with the network, with a free one, and the network's
     own share (its evaluations alone)."""
     game, search_config = agent.game, agent.search_config()
@@ -89,7 +90,7 @@ def search_times(agent: Any, batch: int, repeats: int) -> dict[str, float]:
     return result
 
 
-def match_times(agent: Any, opponent: arena.AgentFn, num_games: int, opening_moves: int) -> dict[str, Any]:
+def match_times(agent: Agent, opponent: arena.AgentFn, num_games: int, opening_moves: int) -> dict[str, Any]:
     """Compile and run seconds of one match with and without compaction, and whether they played the same games."""
     mesh = parallel.mesh_for(num_games // 2)
     key = jax.random.key(2)
@@ -120,9 +121,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         config = config_lib.get_config(args.game, "cpu")
         if args.quick:
             config = config_lib.with_overrides(config, QUICK)
-        game = games.make(config.game)
-        network = make_network(config.network, game.num_actions)
-        agent = make_agent(config, init_variables(network, jax.random.key(config.seed), game.observation_shape))
+        parts = make_components(config)
+        agent = make_agent(config, init_variables(parts.network, jax.random.key(config.seed),
+                                                  parts.game.observation_shape))
     info = machine_info()
     search_config = agent.search_config()
     print(f"# azjax arena benchmark, {info['date']}; {info['cpu']}, {info['usable_cores']} usable cores, "

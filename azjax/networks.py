@@ -109,12 +109,20 @@ def conv_with_matmul_grad(
 ConvFn = Callable[..., jax.Array]  # the signature of `lax.conv_general_dilated`
 
 
+def global_features(x: jax.Array) -> jax.Array:
+    """The board's mean and maximum of each channel: [B, H, W, C] -> [B, 2C] (KataGo's global pooling)."""
+    return jnp.concatenate([x.mean(axis=(1, 2)), x.max(axis=(1, 2))], axis=-1)
+
+
 class ResidualBlock(nn.Module):
-    """Two 3x3 convolutions with batch norm and a skip connection."""
+    """Two 3x3 convolutions with batch norm and a skip connection; with `global_pooling`, the channels between
+    the two convolutions also get a bias computed from their board-wide means and maxima (KataGo's global pooling
+    bias), so that every cell sees the whole board in one block."""
 
     num_channels: int
     dtype: jnp.dtype = jnp.float32
     conv_fn: ConvFn = conv_with_matmul_grad
+    global_pooling: bool = False
 
     @nn.compact
     def __call__(self, x: jax.Array, train: bool) -> jax.Array:
@@ -122,6 +130,8 @@ class ResidualBlock(nn.Module):
         norm = lambda: nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=self.dtype)  # noqa: E731
         y = conv(self.num_channels, (3, 3))(x)
         y = nn.relu(norm()(y))
+        if self.global_pooling:
+            y = y + nn.Dense(self.num_channels, dtype=self.dtype)(global_features(y))[:, None, None, :]
         y = conv(self.num_channels, (3, 3))(y)
         y = norm()(y)
         return nn.relu(x + y)
@@ -134,6 +144,7 @@ class AlphaZeroNetwork(nn.Module):
     num_blocks: int = 2
     num_channels: int = 32
     value_hidden: int = 64
+    global_pooling: bool = False  # blocks get a global pooling bias; the value head also reads the pooled trunk
     dtype: jnp.dtype = jnp.float32  # computation dtype; parameters stay float32
     conv_fn: ConvFn = conv_with_matmul_grad  # jax.lax.conv_general_dilated gives XLA's own gradient everywhere
 
@@ -147,7 +158,7 @@ class AlphaZeroNetwork(nn.Module):
         x = conv(self.num_channels, (3, 3))(x)
         x = nn.relu(norm()(x))
         for _ in range(self.num_blocks):
-            x = ResidualBlock(self.num_channels, self.dtype, self.conv_fn)(x, train)
+            x = ResidualBlock(self.num_channels, self.dtype, self.conv_fn, self.global_pooling)(x, train)
 
         policy = conv(2, (1, 1))(x)
         policy = nn.relu(norm()(policy)).reshape(x.shape[0], -1)
@@ -155,6 +166,8 @@ class AlphaZeroNetwork(nn.Module):
 
         value = conv(1, (1, 1))(x)
         value = nn.relu(norm()(value)).reshape(x.shape[0], -1)
+        if self.global_pooling:
+            value = jnp.concatenate([value, global_features(x)], axis=-1)
         value = nn.relu(nn.Dense(self.value_hidden, dtype=self.dtype)(value))
         value = jnp.tanh(nn.Dense(1, dtype=self.dtype)(value))[:, 0]
         return logits.astype(jnp.float32), value.astype(jnp.float32)
@@ -176,6 +189,7 @@ def make_network(config: NetworkConfig, num_actions: int) -> AlphaZeroNetwork:
         num_blocks=config.num_blocks,
         num_channels=config.num_channels,
         value_hidden=config.value_hidden,
+        global_pooling=config.global_pooling,
         dtype=jnp.bfloat16 if config.compute_dtype == "bfloat16" else jnp.float32,
     )
 

@@ -15,7 +15,7 @@ import pytest
 
 from azjax import games
 from azjax.config import NetworkConfig
-from azjax.networks import conv_with_matmul_grad, init_variables, make_network
+from azjax.networks import ResidualBlock, conv_with_matmul_grad, init_variables, make_network
 
 TINY = NetworkConfig(num_blocks=1, num_channels=8, value_hidden=8)
 TINY_BF16 = dataclasses.replace(TINY, compute_dtype="bfloat16")
@@ -144,6 +144,31 @@ def test_flat_observations_are_accepted():
     variables = jax.tree.map(lambda s: jnp.full(s.shape, 0.1, s.dtype), shapes)
     logits, value = jax.jit(network.apply)(variables, jnp.ones((3, 10)))
     assert logits.shape == (3, 4) and value.shape == (3,)
+
+
+@pytest.mark.parametrize("pooling", [False, True])
+def test_global_pooling_lets_one_block_see_the_whole_board(pooling):
+    """A 3x3 block sees 2 cells away; with global pooling, a stone in one corner of a 9x9 board changes the far
+    corner's output."""
+    block = ResidualBlock(num_channels=4, global_pooling=pooling)
+    x = jax.random.normal(jax.random.key(0), (1, 9, 9, 4))
+    variables = block.init(jax.random.key(1), x, train=False)
+    variables = jax.tree.map(lambda v: v + 0.1, variables)  # no zero biases or kernels that could hide a path
+    moved = x.at[0, 0, 0].add(5.0)
+    far = [block.apply(variables, board, train=False)[0, 8, 8] for board in (x, moved)]
+    assert (not np.allclose(far[0], far[1])) == pooling
+
+
+def test_global_pooling_feeds_the_value_head_the_pooled_trunk():
+    plain = NetworkConfig(num_blocks=1, num_channels=8, value_hidden=8)
+    pooled = dataclasses.replace(plain, global_pooling=True)
+    shapes = [jax.eval_shape(lambda c=c: init_variables(make_network(c, 7), jax.random.key(0), (6, 7, 2)))
+              for c in (plain, pooled)]
+    # The value head's hidden layer reads the 6 x 7 value map, plus with pooling each channel's mean and max.
+    hidden = [s["params"]["Dense_1"]["kernel"].shape for s in shapes]
+    assert hidden == [(42, 8), (42 + 2 * 8, 8)]
+    assert "Dense_0" not in shapes[0]["params"]["ResidualBlock_0"]
+    assert shapes[1]["params"]["ResidualBlock_0"]["Dense_0"]["kernel"].shape == (16, 8)
 
 
 @pytest.mark.parametrize(

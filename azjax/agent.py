@@ -19,7 +19,7 @@ import jax.numpy as jnp
 
 from azjax import checkpointing, games
 from azjax.config import Config, SearchConfig
-from azjax.networks import AlphaZeroNetwork, inference_fn, make_network
+from azjax.networks import AlphaZeroNetwork, inference_fn, network_of
 from azjax.search import evaluate_states, make_search_fn
 
 
@@ -90,7 +90,7 @@ def _search_action(network, game, search_config, variables, key, states):
 def make_agent(config: Config, variables: dict) -> Agent:
     """An agent from a config and network variables ({"params", "batch_stats"})."""
     game = games.make(config.game)
-    return Agent(config=config, game=game, network=make_network(config.network, game.num_actions), variables=variables)
+    return Agent(config=config, game=game, network=network_of(config, game.num_actions), variables=variables)
 
 
 def load_agent(run_dir: str | Path, *, iteration: int | None = None, best_metric: str | None = None) -> Agent:

@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 from flax import linen as nn
 
-from azjax.config import NetworkConfig
+from azjax.config import Config, NetworkConfig
 
 _NHWC = ("NHWC", "HWIO", "NHWC")
 
@@ -145,6 +145,7 @@ class AlphaZeroNetwork(nn.Module):
     num_channels: int = 32
     value_hidden: int = 64
     global_pooling: bool = False  # blocks get a global pooling bias; the value head also reads the pooled trunk
+    reply_head: bool = False  # also predict the opponent's reply (sown as intermediates "reply_logits" [B, A])
     dtype: jnp.dtype = jnp.float32  # computation dtype; parameters stay float32
     conv_fn: ConvFn = conv_with_matmul_grad  # jax.lax.conv_general_dilated gives XLA's own gradient everywhere
 
@@ -163,6 +164,9 @@ class AlphaZeroNetwork(nn.Module):
         policy = conv(2, (1, 1))(x)
         policy = nn.relu(norm()(policy)).reshape(x.shape[0], -1)
         logits = nn.Dense(self.num_actions, dtype=self.dtype)(policy)
+        if self.reply_head:  # an auxiliary target for training (KataGo); inference never reads it
+            reply = nn.Dense(self.num_actions, dtype=self.dtype, name="reply_head")(policy)
+            self.sow("intermediates", "reply_logits", reply.astype(jnp.float32))
 
         value = conv(1, (1, 1))(x)
         value = nn.relu(norm()(value)).reshape(x.shape[0], -1)
@@ -182,16 +186,24 @@ def inference_fn(network: nn.Module) -> ApplyFn:
     return typing.cast(ApplyFn, functools.partial(network.apply, train=False))  # flax types apply's result loosely
 
 
-def make_network(config: NetworkConfig, num_actions: int) -> AlphaZeroNetwork:
-    """The network for a game with `num_actions` actions, sized by `config`."""
+def make_network(config: NetworkConfig, num_actions: int, *, reply_head: bool = False) -> AlphaZeroNetwork:
+    """The network for a game with `num_actions` actions, sized by `config`; with `reply_head`, it also predicts
+    the opponent's reply (a run with `train.reply_policy_weight` > 0: see `network_of`)."""
     return AlphaZeroNetwork(
         num_actions=num_actions,
+        reply_head=reply_head,
         num_blocks=config.num_blocks,
         num_channels=config.num_channels,
         value_hidden=config.value_hidden,
         global_pooling=config.global_pooling,
         dtype=jnp.bfloat16 if config.compute_dtype == "bfloat16" else jnp.float32,
     )
+
+
+def network_of(config: Config, num_actions: int) -> AlphaZeroNetwork:
+    """The network a run of `config` trains and plays with: `config.network`'s, with an opponent-reply head if its
+    loss uses one (`train.reply_policy_weight` > 0)."""
+    return make_network(config.network, num_actions, reply_head=config.train.reply_policy_weight > 0)
 
 
 def init_variables(network: AlphaZeroNetwork, key: jax.Array, observation_shape: tuple[int, ...]) -> dict:

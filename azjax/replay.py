@@ -22,6 +22,9 @@ class Batch(struct.PyTreeNode):
     observation: jax.Array  # [N, *obs] float32, from the side to move
     policy_target: jax.Array  # [N, A] float32
     value_target: jax.Array  # [N] float32, the game's outcome for the player to move
+    # With train.reply_policy_weight > 0: [N, A] float32, the policy target of the position that followed (the
+    # opponent's reply; zeros where there is none: the game's last move, or a fast search's); else None.
+    reply_target: jax.Array | None = None
 
 
 class ReplayBuffer(struct.PyTreeNode):
@@ -43,12 +46,14 @@ class ReplayBuffer(struct.PyTreeNode):
         return jnp.sum(self.ready, dtype=jnp.int32)
 
 
-def init_replay(game: Game, capacity: int) -> ReplayBuffer:
-    """An empty buffer for `game`'s observations and actions."""
+def init_replay(game: Game, capacity: int, *, reply_targets: bool = False) -> ReplayBuffer:
+    """An empty buffer for `game`'s observations and actions; with `reply_targets`, room for each position's
+    opponent-reply policy target too (`Batch.reply_target`: another [capacity, A] floats)."""
     data = Batch(
         observation=jnp.zeros((capacity, *game.observation_shape), jnp.float32),
         policy_target=jnp.zeros((capacity, game.num_actions), jnp.float32),
         value_target=jnp.zeros((capacity,), jnp.float32),
+        reply_target=jnp.zeros((capacity, game.num_actions), jnp.float32) if reply_targets else None,
     )
     return ReplayBuffer(data=data, player=jnp.zeros(capacity, jnp.int32), ready=jnp.zeros(capacity, bool),
                         next_index=jnp.int32(0), size=jnp.int32(0))
@@ -122,12 +127,15 @@ def sample(key: jax.Array, buffer: ReplayBuffer, batch_size: int, game: Game, *,
 
 
 def augment_batch(key: jax.Array, batch: Batch, game: Game) -> Batch:
-    """Applies to each position a uniformly chosen element of {identity} + `game.symmetries`."""
+    """Applies to each position a uniformly chosen element of {identity} + `game.symmetries` (to its observation
+    and its policy targets alike)."""
     num_choices = len(game.symmetries) + 1
     choice = jax.random.randint(key, (batch.value_target.shape[0],), 0, num_choices)
     transforms = [lambda obs: obs] + [sym.transform for sym in game.symmetries]
     observation = jax.vmap(lambda c, obs: jax.lax.switch(c, transforms, obs))(choice, batch.observation)
     identity = tuple(range(game.num_actions))
     action_index = jnp.asarray(np.array([identity] + [sym.action_index for sym in game.symmetries]))
-    policy_target = jnp.take_along_axis(batch.policy_target, action_index[choice], axis=-1)
-    return batch.replace(observation=observation, policy_target=policy_target)
+    permute = lambda policy: jnp.take_along_axis(policy, action_index[choice], axis=-1)  # noqa: E731
+    reply_target = None if batch.reply_target is None else permute(batch.reply_target)
+    return batch.replace(observation=observation, policy_target=permute(batch.policy_target),
+                         reply_target=reply_target)

@@ -239,6 +239,14 @@ def compute_value_targets(trajectory: Trajectory) -> ValueTargets:
     return ValueTargets(value_target, value_mask, first_return, first_ended)
 
 
+def reply_targets(trajectory: Trajectory) -> jax.Array:
+    """[T, B, A]: for each position, the policy target of the next position of its game, the opponent's reply
+    (KataGo's auxiliary opponent-policy target); zeros after the game's last move and at the trajectory's last
+    step (its reply is played in the next iteration), as after a fast search: no target there."""
+    following = jnp.concatenate([trajectory.policy_target[1:], jnp.zeros_like(trajectory.policy_target[:1])])
+    return jnp.where(_expand(trajectory.terminated, following), 0.0, following)
+
+
 def store_positions(
     buffer: replay.ReplayBuffer, trajectory: Trajectory, pending: jax.Array, max_length: int, *,
     keep_unfinished: bool = True, value_target_mix: float = 0.0,
@@ -258,6 +266,9 @@ def store_positions(
     search's value of the move played there (`Trajectory.action_value`); both are for the position's player to
     move. A position that waits for its game's end holds that search value as its value target until settled.
 
+    If `buffer` holds reply targets (`replay.init_replay(..., reply_targets=True)`), each position gets
+    `reply_targets(trajectory)`'s.
+
     Returns the buffer and counts: "positions_added" (positions that became ready: this call's finished games,
     all their moves), "positions_lost" (positions that will never be trained on: overwritten in the ring before
     their game ended or, with keep_unfinished=False, dropped).
@@ -270,10 +281,14 @@ def store_positions(
     mixed = targets.value_target
     if value_target_mix:
         mixed = (1.0 - value_target_mix) * mixed + value_target_mix * search_value
+    reply_target = None
+    if buffer.data.reply_target is not None:
+        reply_target = flat(reply_targets(trajectory))
     positions = replay.Batch(
         observation=flat(trajectory.observation),
         policy_target=flat(trajectory.policy_target),
         value_target=flat(jnp.where(targets.value_mask, mixed, search_value)),
+        reply_target=reply_target,
     )
     if not keep_unfinished:
         buffer = replay.add(buffer, positions, flat(targets.value_mask), player=flat(trajectory.current_player))

@@ -26,7 +26,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from azjax import games, parallel, replay, selfplay
 from azjax.config import Config, ConfigError, TrainConfig
-from azjax.networks import AlphaZeroNetwork, inference_fn, init_variables, make_network
+from azjax.networks import AlphaZeroNetwork, inference_fn, init_variables, network_of
 from azjax.parallel import DATA_AXIS, replicate, split_batch
 from azjax.search import make_search_fn
 
@@ -71,7 +71,7 @@ def make_components(config: Config) -> Components:
     """Builds the game, network, optimizer and search functions that `config` describes."""
     config.validate()
     game = games.make(config.game)
-    network = make_network(config.network, game.num_actions)
+    network = network_of(config, game.num_actions)
     apply_fn = inference_fn(network)
     search_fn = make_search_fn(game, apply_fn, config.search)
     fast_search_fn = None
@@ -136,7 +136,8 @@ def _init_run_state(config: Config, key: jax.Array) -> RunState:
     return RunState(
         train_state=train_state,
         selfplay=selfplay.init_selfplay(selfplay_key, parts.game, config.selfplay, config.search),
-        replay=replay.init_replay(parts.game, config.train.replay_capacity),
+        replay=replay.init_replay(parts.game, config.train.replay_capacity,
+                                  reply_targets=config.train.reply_policy_weight > 0),
         key=run_key,
         iteration=jnp.int32(0),
         time_progress=jnp.float32(0.0),
@@ -147,25 +148,40 @@ def compute_loss(
     params: dict, batch_stats: dict, batch: replay.Batch, *, network: AlphaZeroNetwork, config: TrainConfig
 ) -> tuple[jax.Array, tuple[dict, dict]]:
     """The AlphaZero loss on a batch: policy cross-entropy + weighted value MSE + L2 on the kernels (the L2 term
-    only for adam and sgd: adamw decays the weights outside the loss). The policy term averages over the positions
-    that have a policy target: a fast search's (playout-cap randomisation) is all zeros and counts for nothing.
+    only for adam and sgd: adamw decays the weights outside the loss), and with `reply_policy_weight` > 0 that
+    weight x the cross-entropy of the opponent-reply head against `batch.reply_target`. Each policy term averages
+    over the positions that have its target: a fast search's (playout-cap randomisation) is all zeros and counts
+    for nothing, as does the reply target of a game's last move.
 
     Returns the total loss and (metrics, updated batch-norm statistics).
     """
+    reply = config.reply_policy_weight > 0
     (logits, value), updates = network.apply(
-        {"params": params, "batch_stats": batch_stats}, batch.observation, train=True, mutable=["batch_stats"]
+        {"params": params, "batch_stats": batch_stats}, batch.observation, train=True,
+        mutable=["batch_stats", "intermediates"] if reply else ["batch_stats"],
     )
-    cross_entropy = optax.softmax_cross_entropy(logits, batch.policy_target)  # 0 where there is no target
-    with_target = jnp.sum(jnp.sum(batch.policy_target, axis=-1) > 0)
-    # The mean over the positions with a target; when all have one, the factor is exactly 1 (the plain mean).
-    policy_loss = jnp.mean(cross_entropy) * (cross_entropy.shape[0] / jnp.maximum(with_target, 1))
+    policy_loss = _policy_cross_entropy(logits, batch.policy_target)
     value_loss = jnp.mean(jnp.square(value - batch.value_target))
     kernels = jax.tree.leaves(jax.tree.map(lambda x, is_kernel: x if is_kernel else None, params, _kernels(params)))
     l2 = sum(jnp.sum(jnp.square(k)) for k in kernels)
     l2_weight = 0.0 if config.optimizer == "adamw" else config.weight_decay
     total = policy_loss + config.value_loss_weight * value_loss + l2_weight * l2
     metrics = {"loss": total, "policy_loss": policy_loss, "value_loss": value_loss, "l2": l2}
+    if reply:
+        (reply_logits,) = updates["intermediates"]["reply_logits"]
+        assert batch.reply_target is not None, "reply_policy_weight > 0 needs a replay made with reply_targets=True"
+        metrics["reply_policy_loss"] = _policy_cross_entropy(reply_logits, batch.reply_target)
+        total = total + config.reply_policy_weight * metrics["reply_policy_loss"]
+        metrics["loss"] = total
     return total, (metrics, updates["batch_stats"])
+
+
+def _policy_cross_entropy(logits: jax.Array, target: jax.Array) -> jax.Array:
+    """The cross-entropy of `logits` [N, A] against `target` [N, A], averaged over the rows with a target (all-zero
+    rows have none); when all have one, the factor is exactly 1 (the plain mean)."""
+    cross_entropy = optax.softmax_cross_entropy(logits, target)  # 0 where there is no target
+    with_target = jnp.sum(jnp.sum(target, axis=-1) > 0)
+    return jnp.mean(cross_entropy) * (cross_entropy.shape[0] / jnp.maximum(with_target, 1))
 
 
 def train_step(

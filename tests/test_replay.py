@@ -152,6 +152,20 @@ def marked_positions(height: int, width: int, num_actions: int, action_of_cell) 
     return batch, np.asarray(cells)
 
 
+def test_augment_moves_the_reply_target_with_the_policy_target():
+    """The opponent-reply target is a policy over the same actions: one symmetry moves both. Rows whose reply
+    target equals their policy target keep them equal; the targets are not all symmetric, so a missed permutation
+    would show."""
+    game = games.make("connect_four")
+    rng = np.random.default_rng(0)
+    policy = jnp.asarray(rng.dirichlet(np.ones(game.num_actions), 64).astype(np.float32))
+    batch = Batch(jnp.zeros((64, *game.observation_shape)), policy, jnp.zeros(64), reply_target=policy)
+    out = jax.jit(replay.augment_batch, static_argnums=2)(jax.random.key(0), batch, game)
+    np.testing.assert_array_equal(out.reply_target, out.policy_target)
+    mirrored = np.all(np.asarray(out.policy_target) == np.asarray(policy)[:, ::-1], axis=-1)
+    assert 0 < mirrored.sum() < 64  # some rows were mirrored, some not
+
+
 @pytest.mark.parametrize(("game_name", "num_transforms"), [("tic_tac_toe", 8), ("connect_four", 2)])
 def test_augment_applies_the_same_symmetry_to_observation_and_policy(game_name, num_transforms):
     game = games.make(game_name)

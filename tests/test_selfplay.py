@@ -17,7 +17,14 @@ import pytest
 from azjax import replay
 from azjax.networks import init_variables
 from azjax.search import SearchOutput
-from azjax.selfplay import Trajectory, compute_value_targets, init_selfplay, run_selfplay, store_positions
+from azjax.selfplay import (
+    Trajectory,
+    compute_value_targets,
+    init_selfplay,
+    reply_targets,
+    run_selfplay,
+    store_positions,
+)
 from azjax.training import make_components
 
 # --------------------------------------------------------------------------------------------------------------
@@ -258,6 +265,24 @@ def test_value_targets_of_a_run_match_a_plain_python_walk(run):
         assert not expected_mask.all(), "the games in progress at the end have no target yet"
 
 
+def test_reply_targets_are_the_policy_target_of_the_next_position_of_the_same_game(run):
+    """The opponent-reply target (KataGo's auxiliary policy) of a position is the search policy of the position
+    that followed it in its game; none (zeros) after the game's last move or at the trajectory's last step."""
+    name, trajectory = run[0], run[4]
+    reply = np.asarray(reply_targets(trajectory))
+    steps, games = trajectory.terminated.shape
+    for t in range(steps):
+        for b in range(games):
+            follows = t + 1 < steps and not trajectory.terminated[t, b]
+            expected = trajectory.policy_target[t + 1, b] if follows else np.zeros_like(reply[t, b])
+            np.testing.assert_array_equal(reply[t, b], expected, err_msg=f"step {t}, game {b}")
+            if follows:  # the next position's player is the opponent
+                assert trajectory.current_player[t + 1, b] != trajectory.current_player[t, b]
+    assert np.any(reply.sum(-1) == 0)
+    if name != "resign_all":  # (where every game ends at its first position)
+        assert np.any(reply.sum(-1) > 0)
+
+
 def test_openings_put_stones_on_the_board(run):
     _name, config, _initial, _, trajectory = run
     if config.selfplay.opening_moves == 0:
@@ -389,6 +414,32 @@ def test_dropping_unfinished_games_keeps_only_positions_of_games_that_ended(tiny
     size = len(expected_targets)
     assert int(buffer.size) == int(buffer.num_ready) == size > 0
     np.testing.assert_array_equal(np.asarray(buffer.data.value_target)[:size], expected_targets)
+
+
+@pytest.mark.parametrize("keep_unfinished", [True, False])
+def test_stored_positions_carry_their_reply_targets(tiny_config, keep_unfinished):
+    """A buffer made with reply_targets=True receives each stored position's reply target beside its policy
+    target: the rows of the positions stored, in order."""
+    config = dataclasses.replace(tiny_config, selfplay=dataclasses.replace(tiny_config.selfplay, num_steps=3))
+    parts = make_components(config)
+    store = jax.jit(functools.partial(store_positions, max_length=parts.game.max_length,
+                                      keep_unfinished=keep_unfinished))
+    state = init_selfplay(jax.random.key(4), parts.game, config.selfplay)
+    buffer = replay.init_replay(parts.game, 4096, reply_targets=True)
+    expected_policy, expected_reply = [], []
+    for call in range(3):
+        pending = state.pending
+        state, trajectory = compiled_selfplay(config)(jax.random.key(10 + call), network_variables(tiny_config), state)
+        buffer, _ = store(buffer, trajectory, pending)
+        stored = np.ones(trajectory.terminated.shape, bool)
+        if not keep_unfinished:
+            stored = np.asarray(compute_value_targets(trajectory).value_mask)
+        expected_policy.append(np.asarray(trajectory.policy_target)[stored])
+        expected_reply.append(np.asarray(reply_targets(trajectory))[stored])
+    size = int(buffer.size)
+    np.testing.assert_array_equal(np.asarray(buffer.data.policy_target)[:size], np.concatenate(expected_policy))
+    np.testing.assert_array_equal(np.asarray(buffer.data.reply_target)[:size], np.concatenate(expected_reply))
+    assert np.any(np.asarray(buffer.data.reply_target)[:size].sum(-1) > 0)
 
 
 @pytest.mark.parametrize("keep_unfinished", [True, False])

@@ -12,7 +12,7 @@ from flax import traverse_util
 
 from azjax import config as config_lib
 from azjax.config import TrainConfig
-from azjax.networks import init_variables
+from azjax.networks import init_variables, make_network
 from azjax.replay import Batch
 from azjax.training import (
     TrainState,
@@ -105,14 +105,52 @@ def test_positions_without_a_policy_target_count_for_nothing_in_the_policy_loss(
     assert metrics["value_loss"] == pytest.approx(np.mean((value - np.asarray(batch.value_target)) ** 2), rel=1e-5)
 
 
-def test_a_run_with_playout_caps_trains(tiny_config):
-    """An iteration with playout-cap randomisation (half the steps fast) trains, and its metrics are finite."""
+def test_the_reply_head_adds_its_weighted_cross_entropy(parts, variables, batch, tiny_config):
+    """With train.reply_policy_weight w > 0 the network has an opponent-reply head, and the loss adds w x its
+    cross-entropy against the reply targets, averaged over the positions that have one."""
+    config = TrainConfig(reply_policy_weight=0.15, weight_decay=0.0)
+    network = make_network(tiny_config.network, parts.game.num_actions, reply_head=True)
+    plain_variables, variables = variables, init_variables(network, jax.random.key(0), parts.game.observation_shape)
+    reply = jnp.asarray(np.random.default_rng(1).dirichlet(np.ones(parts.game.num_actions), NUM_POSITIONS),
+                        jnp.float32).at[::3].set(0.0)  # a game's last move has no reply
+    with_reply = batch.replace(reply_target=reply)
+
+    def loss_and_logits(params, batch_stats, batch):
+        loss, (metrics, _) = compute_loss(params, batch_stats, batch, network=network, config=config)
+        (logits, value), sown = network.apply({"params": params, "batch_stats": batch_stats}, batch.observation,
+                                              train=True, mutable=["batch_stats", "intermediates"])
+        return loss, metrics, logits, value, sown["intermediates"]["reply_logits"][0]
+
+    loss, metrics, logits, value, reply_logits = jax.device_get(
+        jax.jit(loss_and_logits)(variables["params"], variables["batch_stats"], with_reply))
+    cross_entropy = lambda logits, target: -np.sum(  # noqa: E731
+        np.asarray(target) * np.asarray(jax.nn.log_softmax(logits), np.float64), axis=-1)
+    has_reply = np.asarray(reply).sum(-1) > 0
+    expected_reply = np.mean(cross_entropy(reply_logits, reply)[has_reply])
+    expected_policy = np.mean(cross_entropy(logits, batch.policy_target))
+    mse = np.mean((value - np.asarray(batch.value_target)) ** 2)
+    assert metrics["reply_policy_loss"] == pytest.approx(expected_reply, rel=1e-5)
+    assert loss == pytest.approx(expected_policy + mse + 0.15 * expected_reply, rel=1e-5)
+    assert not np.allclose(reply_logits, logits)  # a head of its own
+    assert "reply_head" in variables["params"] and "reply_head" not in plain_variables["params"]  # 0: no head
+
+
+def test_a_run_with_playout_caps_and_reply_targets_trains(tiny_config):
+    """An iteration with playout-cap randomisation (half the steps fast) and the opponent-reply head trains: its
+    metrics are finite, the reply head learns, and replay holds the reply targets."""
     config = config_lib.with_overrides(tiny_config, {"selfplay.full_search_fraction": 0.5,
-                                                     "selfplay.fast_search_simulations": 2})
-    state, metrics = jax.jit(make_train_iteration(config))(init_run_state(config))
+                                                     "selfplay.fast_search_simulations": 2,
+                                                     "train.reply_policy_weight": 0.15})
+    start = init_run_state(config)
+    state, metrics = jax.jit(make_train_iteration(config))(start)
     metrics = jax.device_get(metrics)
     assert int(state.iteration) == 1 and int(state.train_state.step) == config.train.num_sgd_steps
     assert all(np.isfinite(float(value)) for value in metrics.values())
+    assert float(metrics["reply_policy_loss"]) > 0
+    head = [state.train_state.params["reply_head"]["kernel"], start.train_state.params["reply_head"]["kernel"]]
+    assert not np.allclose(*head)
+    replies = np.asarray(state.replay.data.reply_target)[np.asarray(state.replay.ready)]
+    assert replies.shape[0] > 0 and np.all((np.abs(replies.sum(-1) - 1) < 1e-5) | (replies.sum(-1) == 0))
 
 
 def test_train_step_reduces_the_loss_on_a_fixed_batch(parts, variables, batch):

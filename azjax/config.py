@@ -94,6 +94,7 @@ class TrainConfig:
     value_loss_weight: float = 1.0  # weight of the value MSE in the loss
     value_target_mix: float = 0.0  # value target = (1 - m) x game outcome + m x the search's value of the move played
     reply_policy_weight: float = 0.0  # > 0: a second policy head learns the opponent's reply (KataGo), this weight
+    policy_surprise_weight: float = 0.0  # share of draws from replay weighted by policy surprise (KataGo: 0.5)
     weight_decay: float = 1e-4  # adam, sgd: L2 penalty weight in the loss; adamw: kernels shrink by lr x this per step
     replay_capacity: int = 32768  # positions in the on-device ring buffer, also those whose game is still going on
     augment: bool = True  # apply a random board symmetry to each sampled position
@@ -176,6 +177,11 @@ class Config:
             raise ConfigError(
                 "train.reply_policy_weight must be >= 0 (0: no opponent-reply head), "
                 f"got {self.train.reply_policy_weight}"
+            )
+        if not 0.0 <= self.train.policy_surprise_weight < 1.0:
+            raise ConfigError(
+                "train.policy_surprise_weight must be in [0, 1) (0: positions drawn uniformly; KataGo uses 0.5), "
+                f"got {self.train.policy_surprise_weight}"
             )
         if self.train.weight_decay < 0:
             raise ConfigError(f"train.weight_decay must be >= 0, got {self.train.weight_decay}")

@@ -25,6 +25,9 @@ class Batch(struct.PyTreeNode):
     # With train.reply_policy_weight > 0: [N, A] float32, the policy target of the position that followed (the
     # opponent's reply; zeros where there is none: the game's last move, or a fast search's); else None.
     reply_target: jax.Array | None = None
+    # With train.policy_surprise_weight > 0: [N] float32, KL(policy target || the network's prior) when the position
+    # was played (`selfplay.policy_surprise`), which weights how often it is sampled; else None.
+    surprise: jax.Array | None = None
 
 
 class ReplayBuffer(struct.PyTreeNode):
@@ -46,14 +49,16 @@ class ReplayBuffer(struct.PyTreeNode):
         return jnp.sum(self.ready, dtype=jnp.int32)
 
 
-def init_replay(game: Game, capacity: int, *, reply_targets: bool = False) -> ReplayBuffer:
+def init_replay(game: Game, capacity: int, *, reply_targets: bool = False, surprise: bool = False) -> ReplayBuffer:
     """An empty buffer for `game`'s observations and actions; with `reply_targets`, room for each position's
-    opponent-reply policy target too (`Batch.reply_target`: another [capacity, A] floats)."""
+    opponent-reply policy target too (`Batch.reply_target`: another [capacity, A] floats), with `surprise` for
+    its policy surprise (`Batch.surprise`: [capacity] floats)."""
     data = Batch(
         observation=jnp.zeros((capacity, *game.observation_shape), jnp.float32),
         policy_target=jnp.zeros((capacity, game.num_actions), jnp.float32),
         value_target=jnp.zeros((capacity,), jnp.float32),
         reply_target=jnp.zeros((capacity, game.num_actions), jnp.float32) if reply_targets else None,
+        surprise=jnp.zeros((capacity,), jnp.float32) if surprise else None,
     )
     return ReplayBuffer(data=data, player=jnp.zeros(capacity, jnp.int32), ready=jnp.zeros(capacity, bool),
                         next_index=jnp.int32(0), size=jnp.int32(0))
@@ -110,16 +115,29 @@ def settle(buffer: ReplayBuffer, index: jax.Array, outcome: jax.Array, valid: ja
     )
 
 
-def sample(key: jax.Array, buffer: ReplayBuffer, batch_size: int, game: Game, *, augment: bool = True) -> Batch:
-    """`batch_size` positions drawn uniformly (with replacement) from the ready ones.
+def sample(key: jax.Array, buffer: ReplayBuffer, batch_size: int, game: Game, *, augment: bool = True,
+           surprise_weight: float = 0.0) -> Batch:
+    """`batch_size` positions drawn (with replacement) from the ready ones: uniformly, or with `surprise_weight`
+    w > 0 (a buffer made with `surprise=True`) as KataGo weights them by policy surprise: a ready position i is
+    drawn with probability proportional to (1 - w) + w x surprise_i / (the mean surprise of the ready positions),
+    so a share w of the draws goes by surprise and 1 - w uniformly.
 
     With `augment`, each position is transformed by one of the game's symmetries or the identity, uniformly.
     With no position ready the rows are meaningless: callers train only once enough are (`num_ready`).
     """
     index_key, symmetry_key = jax.random.split(key)
-    ready_before = jnp.cumsum(buffer.ready, dtype=jnp.int32)  # the n-th ready position is where this first reaches n
-    rank = jax.random.randint(index_key, (batch_size,), 1, jnp.maximum(buffer.num_ready, 1) + 1)
-    index = jnp.minimum(jnp.searchsorted(ready_before, rank), buffer.capacity - 1)
+    if surprise_weight:
+        if buffer.data.surprise is None:
+            raise ValueError("surprise_weight > 0 needs a buffer made with init_replay(..., surprise=True)")
+        ready = buffer.ready.astype(jnp.float32)
+        mean = jnp.sum(ready * buffer.data.surprise) / jnp.maximum(buffer.num_ready, 1)
+        relative = buffer.data.surprise / jnp.maximum(mean, 1e-6)
+        weight = ready * ((1.0 - surprise_weight) + surprise_weight * relative)
+        index = jax.random.choice(index_key, buffer.capacity, (batch_size,), p=weight / jnp.maximum(weight.sum(), 1e-6))
+    else:
+        ready_before = jnp.cumsum(buffer.ready, dtype=jnp.int32)  # the n-th ready position: where this reaches n
+        rank = jax.random.randint(index_key, (batch_size,), 1, jnp.maximum(buffer.num_ready, 1) + 1)
+        index = jnp.minimum(jnp.searchsorted(ready_before, rank), buffer.capacity - 1)
     batch = jax.tree.map(lambda x: x[index], buffer.data)
     if augment and game.symmetries:
         batch = augment_batch(symmetry_key, batch, game)

@@ -48,6 +48,7 @@ class SearchOutput(struct.PyTreeNode):
     root_value: jax.Array  # [B] float32, the search's value of the root, for the player to move there
     action_value: jax.Array  # [B] float32, the search's value (Q) of `action`, for the player to move at the root
     network_value: jax.Array  # [B] float32, the network's raw value of the root, for the player to move there
+    network_logits: jax.Array  # [B, A] float32, the network's prior logits at the root (illegal: the lowest float)
     visit_counts: jax.Array  # [B, A] int32, the simulations spent on each move at the root
     action_values: jax.Array  # [B, A] float32, the search's value (Q) of each visited move for the player to move
     # at the root; NaN where unvisited
@@ -156,6 +157,7 @@ def make_search_fn(
             # The chosen move was always visited (Gumbel plays a considered action; PUCT a visited one).
             action_value=jnp.take_along_axis(summary.qvalues, action[:, None], axis=1)[:, 0],
             network_value=value,
+            network_logits=logits,
             visit_counts=summary.visit_counts,
             action_values=jnp.where(summary.visit_counts > 0, summary.qvalues, jnp.nan),
             tree=tree_reuse.searched(output.search_tree, config.num_simulations) if config.reuse_tree else None,

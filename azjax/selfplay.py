@@ -55,6 +55,8 @@ class Trajectory(struct.PyTreeNode):
     move_number: jax.Array  # [T, B] int32, moves played in this game before this position
     root_value: jax.Array  # [T, B] float32, the search's value for the player to move
     action_value: jax.Array  # [T, B] float32, the search's value of the move played, for the player to move
+    policy_surprise: jax.Array  # [T, B] float32, KL(policy target || the network's prior) in nats; 0 after a fast
+    #   search (no policy target)
     terminated: jax.Array  # [T, B] bool, the move made here ended the game
     rewards: jax.Array  # [T, B, 2] float32, per player id, paid by the move made here
     resigned: jax.Array  # [T, B] bool, the player to move resigned here
@@ -170,6 +172,7 @@ def _selfplay_step(
         move_number=carry.move_number,
         root_value=searched.root_value,
         action_value=searched.action_value,
+        policy_surprise=policy_surprise(searched.policy_target, searched.network_logits),
         terminated=done,
         rewards=next_state.rewards,
         resigned=resigned,
@@ -190,6 +193,14 @@ def _selfplay_step(
         tree=_next_tree(carry.tree, searched, done),
     )
     return carry, record
+
+
+def policy_surprise(policy_target: jax.Array, prior_logits: jax.Array) -> jax.Array:
+    """KL(target || softmax(prior_logits)) over the last axis, in nats: how much the search's improved policy
+    [..., A] departs from the network's prior (KataGo's policy surprise); 0 for an all-zero target."""
+    log_prior = jax.nn.log_softmax(prior_logits, axis=-1)
+    terms = policy_target * (jnp.log(jnp.where(policy_target > 0, policy_target, 1.0)) - log_prior)
+    return jnp.sum(jnp.where(policy_target > 0, terms, 0.0), axis=-1)
 
 
 def _next_tree(kept: tree_reuse.KeptTree | None, searched: SearchOutput, done: jax.Array
@@ -267,7 +278,7 @@ def store_positions(
     move. A position that waits for its game's end holds that search value as its value target until settled.
 
     If `buffer` holds reply targets (`replay.init_replay(..., reply_targets=True)`), each position gets
-    `reply_targets(trajectory)`'s.
+    `reply_targets(trajectory)`'s; if it holds policy surprise (`surprise=True`), `Trajectory.policy_surprise`.
 
     Returns the buffer and counts: "positions_added" (positions that became ready: this call's finished games,
     all their moves), "positions_lost" (positions that will never be trained on: overwritten in the ring before
@@ -289,6 +300,7 @@ def store_positions(
         policy_target=flat(trajectory.policy_target),
         value_target=flat(jnp.where(targets.value_mask, mixed, search_value)),
         reply_target=reply_target,
+        surprise=None if buffer.data.surprise is None else flat(trajectory.policy_surprise),
     )
     if not keep_unfinished:
         buffer = replay.add(buffer, positions, flat(targets.value_mask), player=flat(trajectory.current_player))

@@ -137,7 +137,8 @@ def _init_run_state(config: Config, key: jax.Array) -> RunState:
         train_state=train_state,
         selfplay=selfplay.init_selfplay(selfplay_key, parts.game, config.selfplay, config.search),
         replay=replay.init_replay(parts.game, config.train.replay_capacity,
-                                  reply_targets=config.train.reply_policy_weight > 0),
+                                  reply_targets=config.train.reply_policy_weight > 0,
+                                  surprise=config.train.policy_surprise_weight > 0),
         key=run_key,
         iteration=jnp.int32(0),
         time_progress=jnp.float32(0.0),
@@ -316,7 +317,8 @@ def run_sgd_steps(
     taken = buffer.num_ready >= config.train.batch_size
 
     def sgd_body(state: TrainState, step_key: jax.Array) -> tuple[TrainState, dict]:
-        batch = replay.sample(step_key, buffer, config.train.batch_size, parts.game, augment=config.train.augment)
+        batch = replay.sample(step_key, buffer, config.train.batch_size, parts.game, augment=config.train.augment,
+                              surprise_weight=config.train.policy_surprise_weight)
         new_state, metrics = train_step(
             state, split_batch(batch, mesh), network=parts.network, optimizer=parts.optimizer, config=config.train,
             progress=progress,
@@ -332,6 +334,7 @@ def _selfplay_metrics(trajectory: selfplay.Trajectory) -> dict:
     num_done = jnp.sum(done)
     per_game = lambda x: jnp.sum(x) / jnp.maximum(num_done, 1)  # noqa: E731
     checked = jnp.sum(trajectory.would_have_resigned)
+    searched_in_full = jnp.sum(trajectory.policy_target, axis=-1) > 0  # fast searches give no policy target
     return {
         "games_finished": num_done,
         "game_length": per_game(jnp.where(done, trajectory.move_number + 1, 0)),
@@ -339,4 +342,6 @@ def _selfplay_metrics(trajectory: selfplay.Trajectory) -> dict:
         "draw_rate": per_game(done & (trajectory.rewards[..., 0] == 0)),
         "resign_rate": per_game(trajectory.resigned),
         "resign_false_positive_rate": jnp.sum(trajectory.false_positive) / jnp.maximum(checked, 1),
+        # How far the search moved from the network's prior (KL, nats), per fully searched position.
+        "policy_surprise": jnp.sum(trajectory.policy_surprise) / jnp.maximum(jnp.sum(searched_in_full), 1),
     }

@@ -152,6 +152,31 @@ def marked_positions(height: int, width: int, num_actions: int, action_of_cell) 
     return batch, np.asarray(cells)
 
 
+def test_surprise_weighted_sampling_follows_katago_weights(game):
+    """With surprise_weight w, a ready row i is drawn with probability proportional to (1 - w) + w x its surprise
+    over the ready rows' mean surprise; rows still waiting for their outcome are never drawn, whatever their
+    surprise. Rows: ids 1-4 ready with surprise 0, 1, 3, 0 (mean 1), id 5 waiting with surprise 50."""
+    rows = tagged_rows([1, 2, 3, 4, 5]).replace(surprise=jnp.array([0.0, 1.0, 3.0, 0.0, 50.0]))
+    ready = jnp.array([True, True, True, True, False])
+    buffer = add(replay.init_replay(game, 8, surprise=True), rows, jnp.ones(5, bool), ready=ready)
+    draws = 40_000
+    batch = jax.jit(functools.partial(replay.sample, batch_size=draws, game=game, augment=False,
+                                      surprise_weight=0.5))(jax.random.key(3), buffer)
+    counts = np.bincount(np.asarray(batch.value_target).astype(int), minlength=6)
+    expected = np.array([0.5, 1.0, 2.0, 0.5]) / 4.0  # 0.5 + 0.5 x (0, 1, 3, 0)
+    assert counts[0] == 0 and counts[5] == 0  # no empty row, no waiting row
+    np.testing.assert_allclose(counts[1:5] / draws, expected, atol=0.01)
+    ids = np.asarray(batch.value_target).astype(int)
+    np.testing.assert_array_equal(batch.surprise, np.array([0.0, 0.0, 1.0, 3.0, 0.0, 50.0])[ids])  # kept with its row
+    # The same buffer with w = 0 draws uniformly.
+    uniform = sample(jax.random.key(3), buffer, batch_size=draws, game=game, augment=False)
+    np.testing.assert_allclose(np.bincount(np.asarray(uniform.value_target).astype(int), minlength=6)[1:5] / draws,
+                               0.25, atol=0.01)
+    with pytest.raises(ValueError, match="surprise=True"):
+        replay.sample(jax.random.key(0), add(replay.init_replay(game, 8), tagged_rows([1]), jnp.ones(1, bool)), 4,
+                      game, surprise_weight=0.5)
+
+
 def test_augment_moves_the_reply_target_with_the_policy_target():
     """The opponent-reply target is a policy over the same actions: one symmetry moves both. Rows whose reply
     target equals their policy target keep them equal; the targets are not all symmetric, so a missed permutation

@@ -15,12 +15,13 @@ import numpy as np
 import pytest
 
 from azjax import replay
-from azjax.networks import init_variables
+from azjax.networks import inference_fn, init_variables
 from azjax.search import SearchOutput
 from azjax.selfplay import (
     Trajectory,
     compute_value_targets,
     init_selfplay,
+    policy_surprise,
     reply_targets,
     run_selfplay,
     store_positions,
@@ -43,6 +44,7 @@ def make_trajectory(current_player, terminated, rewards) -> Trajectory:
         move_number=zeros(dtype=jnp.int32),
         root_value=zeros(),
         action_value=zeros(),
+        policy_surprise=zeros(),
         terminated=jnp.asarray(terminated, bool),
         rewards=jnp.asarray(rewards, jnp.float32),
         resigned=zeros(dtype=bool),
@@ -198,6 +200,7 @@ def test_trajectory_shapes(run):
         "move_number": (steps, batch),
         "root_value": (steps, batch),
         "action_value": (steps, batch),
+        "policy_surprise": (steps, batch),
         "terminated": (steps, batch),
         "rewards": (steps, batch, 2),
         "resigned": (steps, batch),
@@ -281,6 +284,34 @@ def test_reply_targets_are_the_policy_target_of_the_next_position_of_the_same_ga
     assert np.any(reply.sum(-1) == 0)
     if name != "resign_all":  # (where every game ends at its first position)
         assert np.any(reply.sum(-1) > 0)
+
+
+def test_policy_surprise_is_the_kl_of_the_search_policy_from_the_networks_prior(run, tiny_config):
+    """Each position's policy surprise is KL(search policy || the network's prior over the legal moves) (KataGo's
+    surprise weighting reads it), recomputed here in numpy from the recorded observations."""
+    _name, config, _initial, _final, trajectory = run
+    parts = make_components(config)
+    observation = trajectory.observation.reshape(-1, *trajectory.observation.shape[2:])
+    logits, _ = jax.jit(inference_fn(parts.network))(network_variables(tiny_config), observation)
+    legal = observation.sum(axis=-1).reshape(len(observation), -1) == 0  # tic-tac-toe: the empty cells
+    logits = np.where(legal, np.asarray(logits, np.float64), -np.inf)
+    top = logits.max(-1, keepdims=True)
+    log_prior = logits - top - np.log(np.exp(logits - top).sum(-1, keepdims=True))
+    target = trajectory.policy_target.reshape(len(observation), -1).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        expected = np.where(target > 0, target * (np.log(target) - log_prior), 0.0).sum(-1)
+    np.testing.assert_allclose(trajectory.policy_surprise.reshape(-1), expected, rtol=1e-4, atol=1e-5)
+    assert np.all(expected >= -1e-6) and np.any(expected > 1e-3)  # the search moves away from the prior
+
+
+def test_policy_surprise_of_hand_made_policies():
+    """KL(target || softmax(logits)): 0 where the target is the prior or all zeros (a fast search's); masked
+    (lowest-float) logits of moves the target leaves at 0 add nothing."""
+    low = np.finfo(np.float32).min
+    logits = jnp.array([[0.0, 0.0, low], [0.0, np.log(3.0), low], [1.0, 2.0, 3.0]])
+    target = jnp.array([[0.5, 0.5, 0.0], [0.5, 0.5, 0.0], [0.0, 0.0, 0.0]])
+    expected = [0.0, 0.5 * np.log(0.5 / 0.25) + 0.5 * np.log(0.5 / 0.75), 0.0]
+    np.testing.assert_allclose(policy_surprise(target, logits), expected, atol=1e-6)
 
 
 def test_openings_put_stones_on_the_board(run):
@@ -485,7 +516,8 @@ def stub_search(root_value: float, first: bool):
         value = jnp.full(action.shape, root_value, jnp.float32)
         return SearchOutput(
             action=action, policy_target=jax.nn.one_hot(action, num_actions), root_value=value, action_value=value,
-            network_value=value, visit_counts=jnp.zeros(legal.shape, jnp.int32),
+            network_value=value, network_logits=jnp.zeros(legal.shape, jnp.float32),
+            visit_counts=jnp.zeros(legal.shape, jnp.int32),
             action_values=jnp.zeros(legal.shape, jnp.float32))
 
     return search

@@ -135,12 +135,14 @@ def test_the_reply_head_adds_its_weighted_cross_entropy(parts, variables, batch,
     assert "reply_head" in variables["params"] and "reply_head" not in plain_variables["params"]  # 0: no head
 
 
-def test_a_run_with_playout_caps_and_reply_targets_trains(tiny_config):
-    """An iteration with playout-cap randomisation (half the steps fast) and the opponent-reply head trains: its
-    metrics are finite, the reply head learns, and replay holds the reply targets."""
+def test_a_run_with_playout_caps_reply_targets_and_surprise_weighting_trains(tiny_config):
+    """An iteration with playout-cap randomisation (half the steps fast), the opponent-reply head and policy
+    surprise weighting trains: its metrics are finite, the reply head learns, and replay holds the reply targets
+    and each position's surprise (0 after a fast search, which has no policy target)."""
     config = config_lib.with_overrides(tiny_config, {"selfplay.full_search_fraction": 0.5,
                                                      "selfplay.fast_search_simulations": 2,
-                                                     "train.reply_policy_weight": 0.15})
+                                                     "train.reply_policy_weight": 0.15,
+                                                     "train.policy_surprise_weight": 0.5})
     start = init_run_state(config)
     state, metrics = jax.jit(make_train_iteration(config))(start)
     metrics = jax.device_get(metrics)
@@ -151,6 +153,11 @@ def test_a_run_with_playout_caps_and_reply_targets_trains(tiny_config):
     assert not np.allclose(*head)
     replies = np.asarray(state.replay.data.reply_target)[np.asarray(state.replay.ready)]
     assert replies.shape[0] > 0 and np.all((np.abs(replies.sum(-1) - 1) < 1e-5) | (replies.sum(-1) == 0))
+    held = np.asarray(state.replay.ready)
+    surprise = np.asarray(state.replay.data.surprise)[held]
+    searched = np.asarray(state.replay.data.policy_target)[held].sum(-1) > 0
+    assert np.all(surprise[~searched] == 0) and np.all(surprise >= -1e-6) and np.any(surprise[searched] > 0)
+    assert float(metrics["policy_surprise"]) > 0
 
 
 def test_train_step_reduces_the_loss_on_a_fixed_batch(parts, variables, batch):
@@ -216,7 +223,8 @@ def test_adamw_decays_kernels_outside_the_loss(parts, variables, batch):
 
 
 SELFPLAY_METRICS = {"games_finished", "positions_added", "positions_pending", "positions_lost", "game_length",
-                    "player0_win_rate", "draw_rate", "resign_rate", "resign_false_positive_rate", "replay_size"}
+                    "player0_win_rate", "draw_rate", "resign_rate", "resign_false_positive_rate", "replay_size",
+                    "policy_surprise"}
 SGD_METRICS = {"loss", "policy_loss", "value_loss", "l2", "grad_norm", "sgd_steps"}
 
 

@@ -1,7 +1,10 @@
 """Smoke test of experiments/bench_train.py: both convolution gradients run and report positive figures
-(timings never asserted)."""
+(timings never asserted). Slow-marked (47 s on the 2 cores): the gradient it times is tested against XLA's in
+test_networks, and the suite had grown to 17.5 minutes."""
 
 from __future__ import annotations
+
+import pytest
 
 _TINY = [
     "--games", "tic_tac_toe", "--repeats", "1", "--set", "network.num_blocks=1", "network.num_channels=4",
@@ -10,6 +13,7 @@ _TINY = [
 ]
 
 
+@pytest.mark.slow
 def test_reports_both_convolution_gradients(load_experiment, capsys):
     with load_experiment("bench_train") as module:
         results = module.main(_TINY)

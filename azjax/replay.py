@@ -133,7 +133,7 @@ def sample(key: jax.Array, buffer: ReplayBuffer, batch_size: int, game: Game, *,
         mean = jnp.sum(ready * buffer.data.surprise) / jnp.maximum(buffer.num_ready, 1)
         relative = buffer.data.surprise / jnp.maximum(mean, 1e-6)
         weight = ready * ((1.0 - surprise_weight) + surprise_weight * relative)
-        index = jax.random.choice(index_key, buffer.capacity, (batch_size,), p=weight / jnp.maximum(weight.sum(), 1e-6))
+        index = jax.random.choice(index_key, buffer.capacity, (batch_size,), p=weight)  # choice normalises p
     else:
         ready_before = jnp.cumsum(buffer.ready, dtype=jnp.int32)  # the n-th ready position: where this reaches n
         rank = jax.random.randint(index_key, (batch_size,), 1, jnp.maximum(buffer.num_ready, 1) + 1)

@@ -26,6 +26,7 @@ from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
+import optax
 from flax import struct
 
 from azjax import replay, tree_reuse
@@ -198,9 +199,8 @@ def _selfplay_step(
 def policy_surprise(policy_target: jax.Array, prior_logits: jax.Array) -> jax.Array:
     """KL(target || softmax(prior_logits)) over the last axis, in nats: how much the search's improved policy
     [..., A] departs from the network's prior (KataGo's policy surprise); 0 for an all-zero target."""
-    log_prior = jax.nn.log_softmax(prior_logits, axis=-1)
-    terms = policy_target * (jnp.log(jnp.where(policy_target > 0, policy_target, 1.0)) - log_prior)
-    return jnp.sum(jnp.where(policy_target > 0, terms, 0.0), axis=-1)
+    return optax.losses.kl_divergence(jax.nn.log_softmax(prior_logits, axis=-1), policy_target,
+                                      where=policy_target > 0)
 
 
 def _next_tree(kept: tree_reuse.KeptTree | None, searched: SearchOutput, done: jax.Array

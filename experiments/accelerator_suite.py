@@ -4,6 +4,7 @@
     python experiments/accelerator_suite.py --no-training      # throughput only (minutes)
     python experiments/accelerator_suite.py --quick            # a tiny version, e.g. on the CPU (the tests run it;
                                                                # it leaves Go out)
+    python experiments/accelerator_suite.py --dtypes bfloat16  # one compute dtype (default: float32 and bfloat16)
 
 It writes experiments/results/<device>-<date>.md and .json (--out-dir elsewhere):
 
@@ -181,9 +182,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--no-training", action="store_true", help="skip part 3 (the training runs)")
     parser.add_argument("--train-seconds", type=float, default=900.0, help="part 3's Connect Four run")
     parser.add_argument("--peak-tflops", type=float, help="the device's peak, if PEAK_TFLOPS lacks it")
+    parser.add_argument("--dtypes", nargs="+", choices=["float32", "bfloat16"],
+                        help="the compute dtypes of parts 1 and 2 (default: both)")
     parser.add_argument("--out-dir", type=pathlib.Path, default=pathlib.Path(__file__).parent / "results")
     args = parser.parse_args(argv)
-    plan = QUICK if args.quick else FULL
+    plan = dict(QUICK if args.quick else FULL)
+    if args.dtypes:
+        plan["dtypes"] = list(dict.fromkeys(args.dtypes))
     device = jax.devices()[0]
     info = machine_info()
     pgx = bench_selfplay._import_pgx()

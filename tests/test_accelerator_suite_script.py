@@ -1,6 +1,8 @@
 """experiments/accelerator_suite.py --quick on the CPU: throughput beside the reference with the FLOP figures and
-the per-network figures, written as <device>-<date>.md and .json; the training part (learns.py and the race at the
-GPU preset, shrunk) is a slow test, as each of those scripts has a smoke test of its own."""
+the per-network figures, written as <device>-<date>.md and .json. The default test runs bfloat16 alone (the GPU
+presets' dtype; float32 self-play beside the reference is test_bench_selfplay's); both dtypes and the training part
+(learns.py and the race at the GPU preset, shrunk) are a slow test, as each of those scripts has a smoke test of its
+own."""
 
 from __future__ import annotations
 
@@ -11,9 +13,10 @@ import pytest
 
 def test_quick_suite(load_experiment, tmp_path):
     with load_experiment("accelerator_suite") as suite:
-        results = suite.main(["--quick", "--no-training", "--out-dir", str(tmp_path)])
+        results = suite.main(["--quick", "--no-training", "--dtypes", "bfloat16", "--out-dir", str(tmp_path)])
     rows = results["throughput"]
-    assert {(r["dtype"], r["batch_size"], r["simulations"]) for r in rows} == {("float32", 8, 2), ("bfloat16", 8, 2)}
+    assert [(r["dtype"], r["batch_size"], r["simulations"]) for r in rows] == [("bfloat16", 8, 2)]
+    assert [entry["dtype"] for entry in results["per_network"]] == ["bfloat16"]
     for row in rows:
         assert row["azjax_positions_per_s"] > 0 and row["reference_positions_per_s"] > 0 and row["ratio"] > 0
         assert row["flops_per_evaluation"] > 0 and row["network_tflops"] > 0
@@ -30,5 +33,6 @@ def test_quick_suite(load_experiment, tmp_path):
 def test_quick_suite_trains(load_experiment, tmp_path):
     with load_experiment("accelerator_suite") as suite:
         results = suite.main(["--quick", "--train-seconds", "3", "--out-dir", str(tmp_path)])
+    assert {(r["dtype"], r["batch_size"]) for r in results["throughput"]} == {("float32", 8), ("bfloat16", 8)}
     assert results["training"]["learns"]["iterations"] >= 1 and results["training"]["race"]["azjax_curve"]
     assert "## Training" in next(tmp_path.glob("cpu-*.md")).read_text()

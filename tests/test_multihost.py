@@ -23,6 +23,15 @@ COMMAND = [sys.executable, "-c", "import sys; from azjax.cli import main; sys.ex
 ITERATIONS = 3
 
 
+@pytest.fixture(scope="module", autouse=True)
+def shared_compile_cache(tmp_path_factory):
+    """The module's processes share one persistent compilation cache (the CLI's, through AZJAX_COMPILE_CACHE): a run
+    of the TINY config over two processes compiles once, and the later ones load its programs."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AZJAX_COMPILE_CACHE", str(tmp_path_factory.mktemp("multihost_compile_cache")))
+        yield
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("localhost", 0))

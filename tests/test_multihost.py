@@ -26,7 +26,7 @@ ITERATIONS = 3
 @pytest.fixture(scope="module", autouse=True)
 def shared_compile_cache(tmp_path_factory):
     """The module's processes share one persistent compilation cache (the CLI's, through AZJAX_COMPILE_CACHE): a run
-    of the TINY config over two processes compiles once, and the later ones load its programs."""
+    of the TINY config over two processes compiles its programs, and the later runs can load them."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("AZJAX_COMPILE_CACHE", str(tmp_path_factory.mktemp("multihost_compile_cache")))
         yield
@@ -39,9 +39,8 @@ def free_port() -> int:
 
 
 def environment(devices: int) -> dict:
-    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
-    env.setdefault("AZJAX_COMPILE_CACHE", "off")
-    return env
+    # AZJAX_COMPILE_CACHE comes from os.environ: the module's shared cache (shared_compile_cache).
+    return dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
 
 
 def train_args(config_path, out, *extra: str, eval_every: int = 0) -> list[str]:

@@ -25,7 +25,15 @@ import numpy as np
 
 from azjax import checkpointing, evaluation, parallel, rundir
 from azjax.config import Config, ConfigError
-from azjax.training import RunState, init_run_state, make_train_iteration, shard_run_state, split_batches
+from azjax.training import (
+    RunState,
+    budget_progress,
+    init_run_state,
+    learning_rate,
+    make_train_iteration,
+    shard_run_state,
+    split_batches,
+)
 
 _clock = time.perf_counter  # the loop's clock for --seconds and the logged times (tests substitute a fake one)
 
@@ -128,6 +136,8 @@ def train(
         if resumed_from is not None:
             run_state = checkpoints.restore(config)
             log(f"Resuming {run_dir} from iteration {resumed_from} (training to {config.num_iterations}).")
+            if config.train.lr_schedule == "cosine":
+                log(_schedule_note(config, run_state))
         else:
             run_state = init_run_state(config)
         start_iteration = int(run_state.iteration)
@@ -286,6 +296,19 @@ def _check_run_dir(
             "where it was."
         )
     return latest
+
+
+def _schedule_note(config: Config, run_state: RunState) -> str:
+    """Where a resumed run's cosine schedule stands: a run that spent its budget (e.g. a finished `--seconds` run)
+    goes on at the schedule's floor unless trained anew, which a user should hear before the session starts."""
+    spent = budget_progress(run_state, config.num_iterations)
+    progress, rate = float(spent), float(learning_rate(config.train, run_state.train_state.step, spent))
+    note = (f"The cosine learning-rate schedule is {progress:.0%} spent: this session starts at {rate:.2g} "
+            f"(peak {config.train.learning_rate:g}).")
+    if progress >= 0.9:
+        note += (" Little of it is left: for a full schedule train a new --out, or pass --train.lr_schedule constant "
+                 "to go on at the peak.")
+    return note
 
 
 def _check_finite(

@@ -27,7 +27,7 @@ import pytest
 from tiny import TINY_OVERRIDES
 
 import azjax
-from azjax import checkpointing, cli, trainer
+from azjax import checkpointing, cli, trainer, training
 from azjax import config as config_lib
 from azjax.training import RunState
 
@@ -348,7 +348,13 @@ def test_a_time_budget_drives_the_schedule_and_is_saved(runs, tmp_path, monkeypa
     shutil.copytree(runs["root"] / "straight", run_dir)  # already 2N iterations: no new compilation of the state
     config = run_config(1000, **{"train.lr_schedule": "cosine"})
     monkeypatch.setattr(trainer, "_clock", itertools.count(start=0.0, step=1.0).__next__)
-    result = trainer.train(config, run_dir, max_seconds=20.0, progress=False, log=quiet)
+    messages: list[str] = []
+    result = trainer.train(config, run_dir, max_seconds=20.0, progress=False, log=messages.append)
+    # Resuming the 2N-iteration run: 2N of 1000 iterations (0%) spent, so the session starts near the peak.
+    before = checkpointing.CheckpointManager(runs["root"] / "straight").restore(config)
+    start = f"{training.learning_rate(config.train, before.train_state.step, jnp.float32(2 * N / 1000)):.2g}"
+    expected = f"The cosine learning-rate schedule is 0% spent: this session starts at {start} "
+    assert any(m.startswith(expected) for m in messages), messages
     assert result.stop_reason == "seconds" and len(result.history) >= 3
     rates = [r["learning_rate"] for r in result.history]
     assert rates[-1] < rates[0] and all(b <= a for a, b in itertools.pairwise(rates))
@@ -356,6 +362,16 @@ def test_a_time_budget_drives_the_schedule_and_is_saved(runs, tmp_path, monkeypa
     assert rates[-1] < 0.5 * peak  # iterations alone would have spent about 1% of the schedule
     saved = checkpointing.CheckpointManager(run_dir).restore(config)
     assert 0.5 < float(saved.time_progress) < 1.0
+
+    # Resumed where the schedule left off (no iteration to run, so nothing compiles): the note gives the share spent
+    # and the rate this session would start at, which is the one the saved schedule dictates.
+    messages.clear()
+    done = run_config(int(saved.iteration), **{"train.lr_schedule": "cosine"})
+    trainer.train(done, run_dir, progress=False, log=messages.append)
+    (note,) = [m for m in messages if m.startswith("The cosine learning-rate schedule")]
+    assert "is 100% spent" in note and "Little of it is left" in note  # its iterations, all done
+    floor = f"{training.learning_rate(config.train, saved.train_state.step, 1.0):.2g}"
+    assert f"this session starts at {floor} " in note
 
 
 def test_a_second_signal_stops_at_once():

@@ -254,6 +254,14 @@ def _preset_tic_tac_toe_cpu() -> Config:
 SAMPLES_PER_POSITION = 2
 
 
+def samples_per_played_position(selfplay: SelfPlayConfig) -> int:
+    """The SGD samples per played position that the presets take (`num_sgd_steps x batch_size / (num_games x
+    num_steps)`): SAMPLES_PER_POSITION when unfinished games are dropped (about half the played positions reach
+    replay in Connect Four), twice it when they are kept (all of them do), which keeps the samples per position in
+    replay alike."""
+    return SAMPLES_PER_POSITION * (2 if selfplay.keep_unfinished else 1)
+
+
 def _preset_tic_tac_toe_gpu() -> Config:
     return Config(
         game="tic_tac_toe",
@@ -410,8 +418,9 @@ def derived_preset(game: str, preset: str = "cpu") -> Config:
     16 simulations (32 on boards of more than 64 cells), 128 games (64 with more than 512 actions, whose search
     tree and replay policies are large) of 32 moves, SGD batches of 256, 100 iterations. "gpu" follows the
     catalog's GPU presets: a 6 x 128 bfloat16 ResNet, 64 simulations, 2048 games (512 with more than 512
-    actions) of 64 moves, SGD batches of 2048. Both take SAMPLES_PER_POSITION SGD samples per played position. The
-    replay buffer holds every game's moves of an iteration and of its longest game, as a power of two.
+    actions) of 64 moves, SGD batches of 2048. Both drop unfinished games and take `samples_per_played_position`
+    (2) SGD samples per played position. The replay buffer holds every game's moves of an iteration and of its
+    longest game, as a power of two.
     """
     from azjax import games  # late: config must not build games at import time
 
@@ -431,13 +440,14 @@ def derived_preset(game: str, preset: str = "cpu") -> Config:
         train = TrainConfig(batch_size=256)
         num_iterations = 100
     capacity = max(2 ** math.ceil(math.log2(num_games * (num_steps + built.max_length))), 4 * train.batch_size)
-    sgd_steps = max(1, SAMPLES_PER_POSITION * num_games * num_steps // train.batch_size)
+    selfplay = SelfPlayConfig(num_games=num_games, num_steps=num_steps)
+    sgd_steps = max(1, samples_per_played_position(selfplay) * num_games * num_steps // train.batch_size)
     return Config(
         game=game,
         num_iterations=num_iterations,
         network=network,
         search=search,
-        selfplay=SelfPlayConfig(num_games=num_games, num_steps=num_steps),
+        selfplay=selfplay,
         train=dataclasses.replace(train, replay_capacity=capacity, num_sgd_steps=sgd_steps),
     )
 

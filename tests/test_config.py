@@ -262,11 +262,12 @@ def test_every_field_has_help_text():
 
 @pytest.mark.parametrize("preset", ["cpu", "gpu"])
 @pytest.mark.parametrize("game", ["tic_tac_toe", "connect_four", "gomoku", "gomoku9", "othello", "othello6", "brandub"])
-def test_every_preset_trains_two_samples_per_played_position(game, preset):
-    """The ratio measured on the CPU presets, kept on the GPU ones (experiments/results/replay_ratio.md); twice it
-    where a preset keeps unfinished games (about twice the positions reach replay: the same samples per position
-    there, as measured on Connect Four)."""
+def test_every_preset_trains_the_measured_samples_per_played_position(game, preset):
+    """The ratio measured on the CPU presets, kept on the GPU ones (experiments/results/replay_ratio.md): 2 samples
+    per played position where unfinished games are dropped, 4 where they are kept (about twice the positions reach
+    replay: the same samples per position there, as measured on Connect Four)."""
     config = get_config(game, preset)
     samples = config.train.num_sgd_steps * config.train.batch_size
-    per_position = config_lib.SAMPLES_PER_POSITION * (2 if config.selfplay.keep_unfinished else 1)
-    assert samples == per_position * config.selfplay.num_games * config.selfplay.num_steps
+    expected = 4 if config.selfplay.keep_unfinished else 2
+    assert config_lib.samples_per_played_position(config.selfplay) == expected
+    assert samples == expected * config.selfplay.num_games * config.selfplay.num_steps

@@ -5,6 +5,8 @@
     python experiments/accelerator_suite.py --quick            # a tiny version, e.g. on the CPU (the tests run it;
                                                                # it leaves Go out)
     python experiments/accelerator_suite.py --dtypes bfloat16  # one compute dtype (default: float32 and bfloat16)
+    python experiments/accelerator_suite.py --networks 6x128 --batch-sizes 1024 4096 --simulations 32 \
+        --max-batch 0 --no-training                            # a part of the grid, in a short lease
 
 It writes experiments/results/<device>-<date>.md and .json (--out-dir elsewhere):
 
@@ -12,8 +14,8 @@ It writes experiments/results/<device>-<date>.md and .json (--out-dir elsewhere)
    installed; otherwise azjax alone): Connect Four, networks 4 x 64 and 6 x 128, games B in 256 .. 8192, 32 and
    128 simulations, float32 and bfloat16; positions/s (median of --repeats alternating calls of --steps moves),
    simulations/s, the ratio, compile seconds. Beside each row: the network's FLOPs per position evaluation (XLA's
-   cost analysis of the compiled network on the batch), the FLOP rate that self-play achieves in network
-   evaluations alone (FLOPs x (S + 1) evaluations per move x positions/s) and, where the device's peak is known
+   cost analysis of the network lowered for the CPU, whatever the device), the FLOP rate that self-play achieves in
+   network evaluations alone (FLOPs x (S + 1) evaluations per move x positions/s) and, where the device's peak is known
    (`PEAK_TFLOPS`, or --peak-tflops), its share of the peak: the network-FLOP bound. Go 9x9 through pgx at one
    setting (azjax alone).
 2. Per network: SGD steps/s at the GPU preset's batch, the peak device memory so far (`device.memory_stats()`, where
@@ -25,12 +27,15 @@ It writes experiments/results/<device>-<date>.md and .json (--out-dir elsewhere)
 
 The targets on one H100 (issue "Outgrowing one machine"): >= 2 x the reference's positions/s at equal network and
 simulations for B >= 1024 (bfloat16), >= 25% of the FLOP bound for 6 x 128 at B >= 1024, and the Connect Four GPU
-preset scoring >= 0.95 against UCT-1600 within 15 minutes.
+preset scoring >= 0.95 against UCT-1600 within 15 minutes. On one H200 (results/gpu-nvidia-h200-2026-11-26.md) the
+ratio was 1.00-1.01 (the reference is the same network and search, which are all of self-play's time) and 6 x 128
+reached 24% of the FLOP bound at B = 4096 and 32 simulations.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import pathlib
 import statistics
 import time
@@ -42,7 +47,7 @@ import jax.numpy as jnp
 
 from azjax import config as config_lib
 from azjax import training
-from azjax.config import Config, NetworkConfig, SearchConfig, SelfPlayConfig
+from azjax.config import Config, NetworkConfig, SearchConfig, SelfPlayConfig, TrainConfig
 from azjax.networks import inference_fn, init_variables
 from azjax.training import make_components
 
@@ -64,6 +69,15 @@ QUICK = dict(networks=[(1, 8)], batch_sizes=[8], simulations=[2], dtypes=["float
              max_batch=16)
 
 
+def parse_network(text: str) -> tuple[int, int]:
+    """"6x128" -> (6, 128): residual blocks x channels."""
+    try:
+        blocks, channels = (int(part) for part in text.lower().split("x"))
+    except ValueError:
+        raise SystemExit(f"--networks takes BLOCKSxCHANNELS such as 6x128, got {text!r}") from None
+    return blocks, channels
+
+
 def peak_tflops(device: jax.Device, dtype: str, given: float | None) -> float | None:
     if given is not None:
         return given
@@ -79,15 +93,19 @@ def selfplay_config(game: str, blocks: int, channels: int, dtype: str, batch: in
         network=NetworkConfig(num_blocks=blocks, num_channels=channels, compute_dtype=dtype),
         search=SearchConfig(policy="gumbel", num_simulations=sims),
         selfplay=SelfPlayConfig(num_games=batch, num_steps=steps),
-    ).validate()
+        train=TrainConfig(replay_capacity=max(TrainConfig().replay_capacity, 2 ** math.ceil(math.log2(batch * steps)))),
+    ).validate()  # self-play alone fills no replay, but a config must hold one iteration's positions
 
 
 def network_flops(config: Config, variables: dict) -> float | None:
-    """FLOPs of one network evaluation of the game batch, by XLA's cost analysis of the compiled network."""
+    """FLOPs of one network evaluation of the game batch, by XLA's cost analysis of the network lowered for the CPU,
+    whatever the device: the count is the network's (a convolution's taps that fall on the padding are left out),
+    and on a GPU XLA's analysis gives none (the compiled network's counts nothing of cuDNN's convolutions, seen on
+    an H200 with jax 0.11.2)."""
     parts = make_components(config)
     observations = jnp.zeros((config.selfplay.num_games, *parts.game.observation_shape), jnp.float32)
-    compiled = jax.jit(inference_fn(parts.network)).lower(variables, observations).compile()
-    analysis = compiled.cost_analysis()
+    lowered = jax.jit(inference_fn(parts.network)).trace(variables, observations).lower(lowering_platforms=("cpu",))
+    analysis = lowered.cost_analysis()
     analysis = analysis[0] if isinstance(analysis, list) else analysis
     flops = (analysis or {}).get("flops")
     return float(flops) if flops else None
@@ -142,6 +160,8 @@ def sgd_steps_per_second(game: str, blocks: int, channels: int, dtype: str, repe
         overrides.update({"selfplay.num_games": 8, "selfplay.num_steps": 16, "train.batch_size": 16,
                           "train.num_sgd_steps": 2, "train.replay_capacity": 256, "search.num_simulations": 2,
                           "search.max_num_considered_actions": 2})
+    else:  # the replay is filled by one cheap iteration (a few simulations): the SGD steps timed are the preset's
+        overrides.update({"search.num_simulations": 4, "search.max_num_considered_actions": 4})
     config = config_lib.with_overrides(preset, overrides)
     run_state, _ = jax.jit(training.make_train_iteration(config))(training.init_run_state(config))
     parts = training.make_components(config)
@@ -184,11 +204,27 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--peak-tflops", type=float, help="the device's peak, if PEAK_TFLOPS lacks it")
     parser.add_argument("--dtypes", nargs="+", choices=["float32", "bfloat16"],
                         help="the compute dtypes of parts 1 and 2 (default: both)")
+    parser.add_argument("--networks", nargs="+", metavar="BLOCKSxCHANNELS", help="the networks of parts 1 and 2 "
+                        "(default: 4x64 6x128)")
+    parser.add_argument("--batch-sizes", nargs="+", type=int, metavar="B", help="part 1's game batches "
+                        "(default: 256 1024 4096 8192)")
+    parser.add_argument("--simulations", nargs="+", type=int, metavar="S", help="part 1's simulations per move "
+                        "(default: 32 128)")
+    parser.add_argument("--max-batch", type=int, help="part 2 doubles the game batch up to this (default: 65536; "
+                        "0: leaves the largest batch out)")
+    parser.add_argument("--go", action=argparse.BooleanOptionalAction, default=True, help="part 1's Go 9x9 row "
+                        "through pgx (--no-go leaves it out)")
+    parser.add_argument("--no-race", action="store_true", help="part 3 without the race (half its time)")
     parser.add_argument("--out-dir", type=pathlib.Path, default=pathlib.Path(__file__).parent / "results")
     args = parser.parse_args(argv)
     plan = dict(QUICK if args.quick else FULL)
     if args.dtypes:
         plan["dtypes"] = list(dict.fromkeys(args.dtypes))
+    if args.networks:
+        plan["networks"] = [parse_network(text) for text in args.networks]
+    for name in ("batch_sizes", "simulations", "max_batch"):
+        if getattr(args, name) is not None:
+            plan[name] = getattr(args, name)
     device = jax.devices()[0]
     info = machine_info()
     pgx = bench_selfplay._import_pgx()
@@ -208,7 +244,7 @@ def main(argv: list[str] | None = None) -> dict:
     key = jax.random.key(0)
     settings = [("connect_four", b, c, d, n, s) for (b, c) in plan["networks"] for d in plan["dtypes"]
                 for s in plan["simulations"] for n in plan["batch_sizes"]]
-    if not args.quick:  # Go's compilation alone would double the quick run
+    if args.go and not args.quick:  # Go's compilation alone would double the quick run
         settings.append(("pgx:go_9x9", *plan["networks"][-1], "bfloat16", plan["batch_sizes"][-1],
                          plan["simulations"][0]))
     for game, blocks, channels, dtype, batch, sims in settings:
@@ -240,7 +276,7 @@ def main(argv: list[str] | None = None) -> dict:
         for dtype in plan["dtypes"]:
             steps = sgd_steps_per_second("connect_four", blocks, channels, dtype, plan["repeats"], args.quick)
             fits = largest_batch(blocks, channels, dtype, plan["simulations"][0], plan["batch_sizes"][0],
-                                 plan["max_batch"])
+                                 plan["max_batch"]) if plan["max_batch"] else None
             memory = peak_memory(device)
             entry = {"network": f"{blocks}x{channels}", "dtype": dtype, "sgd_steps_per_s": steps,
                      "largest_batch": fits, "peak_memory_bytes_so_far": memory}
@@ -263,10 +299,10 @@ def main(argv: list[str] | None = None) -> dict:
         report = learns.main(["--game", "connect_four", "--preset", "gpu", "--out", str(out / "connect_four"),
                               "--seconds", str(args.train_seconds), "--mcts", "16" if args.quick else "1600",
                               "--games", "4" if args.quick else "200", *extra])
-        race = time_to_strength.main(["--game", "connect_four", "--preset", "gpu", "--seconds",
-                                      str(args.train_seconds), "--out", str(out / "race"), *extra]
-                                     + (["--marks", str(args.train_seconds), "--games-per-seat", "2"]
-                                        if args.quick else []))
+        race = None if args.no_race else time_to_strength.main(
+            ["--game", "connect_four", "--preset", "gpu", "--seconds", str(args.train_seconds), "--out",
+             str(out / "race"), *extra] + (["--marks", str(args.train_seconds), "--games-per-seat", "2"]
+                                           if args.quick else []))
         results["training"] = {"learns": report, "race": race}
         lines += ["", "## Training", "", f"learns.py (GPU preset, {args.train_seconds:.0f} s): see "
                   f"{out / 'connect_four' / 'learns.json'}; the race: {out / 'race' / 'time_to_strength.json'}."]

@@ -66,9 +66,16 @@ def machine_info() -> dict[str, Any]:
         "jax": jax.__version__,
         "backend": jax.default_backend(),
         "devices": [str(d) for d in jax.devices()],
-        "azjax": importlib.metadata.version("azjax"),
+        "azjax": _azjax_version(),
         "azjax_commit": _git_commit(),
     }
+
+
+def _azjax_version() -> str:
+    try:
+        return importlib.metadata.version("azjax")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree on PYTHONPATH, not installed
+        return "source tree (not installed)"
 
 
 def results_stem(prefix: str = "") -> str:

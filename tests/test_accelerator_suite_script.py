@@ -13,9 +13,10 @@ import pytest
 
 def test_quick_suite(load_experiment, tmp_path):
     with load_experiment("accelerator_suite") as suite:
-        results = suite.main(["--quick", "--no-training", "--dtypes", "bfloat16", "--out-dir", str(tmp_path)])
-    rows = results["throughput"]
-    assert [(r["dtype"], r["batch_size"], r["simulations"]) for r in rows] == [("bfloat16", 8, 2)]
+        results = suite.main(["--quick", "--no-training", "--dtypes", "bfloat16", "--networks", "1x4",
+                              "--simulations", "3", "--out-dir", str(tmp_path)])
+    rows = results["throughput"]  # --networks and --simulations replace --quick's 1x8 and 2
+    assert [(r["network"], r["dtype"], r["batch_size"], r["simulations"]) for r in rows] == [("1x4", "bfloat16", 8, 3)]
     assert [entry["dtype"] for entry in results["per_network"]] == ["bfloat16"]
     for row in rows:
         assert row["azjax_positions_per_s"] > 0 and row["reference_positions_per_s"] > 0 and row["ratio"] > 0
@@ -27,6 +28,11 @@ def test_quick_suite(load_experiment, tmp_path):
     written = list(tmp_path.glob("cpu-*.md"))
     assert len(written) == 1 and "Self-play throughput" in written[0].read_text()
     assert json.loads(written[0].with_suffix(".json").read_text())["quick"] is True
+
+
+def test_a_network_given_badly_is_named(load_experiment):
+    with pytest.raises(SystemExit, match="BLOCKSxCHANNELS"), load_experiment("accelerator_suite") as suite:
+        suite.main(["--quick", "--networks", "6by128"])
 
 
 @pytest.mark.slow

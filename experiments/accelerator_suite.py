@@ -35,7 +35,6 @@ reached 24% of the FLOP bound at B = 4096 and 32 simulations.
 from __future__ import annotations
 
 import argparse
-import math
 import pathlib
 import statistics
 import time
@@ -93,7 +92,7 @@ def selfplay_config(game: str, blocks: int, channels: int, dtype: str, batch: in
         network=NetworkConfig(num_blocks=blocks, num_channels=channels, compute_dtype=dtype),
         search=SearchConfig(policy="gumbel", num_simulations=sims),
         selfplay=SelfPlayConfig(num_games=batch, num_steps=steps),
-        train=TrainConfig(replay_capacity=max(TrainConfig().replay_capacity, 2 ** math.ceil(math.log2(batch * steps)))),
+        train=TrainConfig(replay_capacity=max(TrainConfig().replay_capacity, batch * steps)),
     ).validate()  # self-play alone fills no replay, but a config must hold one iteration's positions
 
 
@@ -212,8 +211,7 @@ def main(argv: list[str] | None = None) -> dict:
                         "(default: 32 128)")
     parser.add_argument("--max-batch", type=int, help="part 2 doubles the game batch up to this (default: 65536; "
                         "0: leaves the largest batch out)")
-    parser.add_argument("--go", action=argparse.BooleanOptionalAction, default=True, help="part 1's Go 9x9 row "
-                        "through pgx (--no-go leaves it out)")
+    parser.add_argument("--no-go", action="store_true", help="part 1 without its Go 9x9 row (through pgx)")
     parser.add_argument("--no-race", action="store_true", help="part 3 without the race (half its time)")
     parser.add_argument("--out-dir", type=pathlib.Path, default=pathlib.Path(__file__).parent / "results")
     args = parser.parse_args(argv)
@@ -244,7 +242,7 @@ def main(argv: list[str] | None = None) -> dict:
     key = jax.random.key(0)
     settings = [("connect_four", b, c, d, n, s) for (b, c) in plan["networks"] for d in plan["dtypes"]
                 for s in plan["simulations"] for n in plan["batch_sizes"]]
-    if args.go and not args.quick:  # Go's compilation alone would double the quick run
+    if not (args.no_go or args.quick):  # Go's compilation alone would double the quick run
         settings.append(("pgx:go_9x9", *plan["networks"][-1], "bfloat16", plan["batch_sizes"][-1],
                          plan["simulations"][0]))
     for game, blocks, channels, dtype, batch, sims in settings:

@@ -35,6 +35,14 @@ def test_a_network_given_badly_is_named(load_experiment):
         suite.main(["--quick", "--networks", "6by128"])
 
 
+def test_selfplay_configs_hold_thousands_of_games(load_experiment):
+    """The full grid's 4096 and 8192 games: an iteration's positions exceed the default replay (an H200 run stopped on
+    it), so the suite's configs hold them (self-play alone, no compilation here)."""
+    with load_experiment("accelerator_suite") as suite:
+        config = suite.selfplay_config("connect_four", 6, 128, "bfloat16", 8192, 32, 16)
+    assert config.train.replay_capacity >= 8192 * 16
+
+
 @pytest.mark.slow
 def test_quick_suite_trains(load_experiment, tmp_path):
     with load_experiment("accelerator_suite") as suite:

@@ -26,7 +26,8 @@ class Batch(struct.PyTreeNode):
     # opponent's reply; zeros where there is none: the game's last move, or a fast search's); else None.
     reply_target: jax.Array | None = None
     # With train.policy_surprise_weight > 0: [N] float32, KL(policy target || the network's prior) when the position
-    # was played (`selfplay.policy_surprise`), which weights how often it is sampled; else None.
+    # was played (`selfplay.policy_surprise`), which weights how often it is sampled; else None (and None in the
+    # batches `sample` draws).
     surprise: jax.Array | None = None
 
 
@@ -138,7 +139,8 @@ def sample(key: jax.Array, buffer: ReplayBuffer, batch_size: int, game: Game, *,
         ready_before = jnp.cumsum(buffer.ready, dtype=jnp.int32)  # the n-th ready position: where this reaches n
         rank = jax.random.randint(index_key, (batch_size,), 1, jnp.maximum(buffer.num_ready, 1) + 1)
         index = jnp.minimum(jnp.searchsorted(ready_before, rank), buffer.capacity - 1)
-    batch = jax.tree.map(lambda x: x[index], buffer.data)
+    # The surprise only chose the rows: the SGD batch leaves it out.
+    batch = jax.tree.map(lambda x: x[index], buffer.data.replace(surprise=None))
     if augment and game.symmetries:
         batch = augment_batch(symmetry_key, batch, game)
     return batch

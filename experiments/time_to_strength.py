@@ -7,14 +7,14 @@ wall time on the same game, network, search and number of parallel games, both j
 azjax trains its CPU preset (--preset gpu: the GPU one) as `azjax train --seconds S` does (its default device layout
 unless --devices), checkpointing every --checkpoint-every iterations. The reference is pgx's algorithm written with
 azjax's game, network and search (Gumbel MuZero, the same simulations): each iteration starts all B games afresh and
-plays --reference-steps moves (a game that ends restarts at once; from the empty board, as pgx's example: the
-random opening moves of azjax's preset, selfplay.opening_moves, are azjax's method, not the reference's); value targets discount the rewards backwards
-inside that window (-1 per move: each value is for the player to move), and a position whose game does not end
-inside the window gets no value loss but keeps its policy loss; every position then trains once, shuffled, in
-minibatches of the preset's SGD batch size, with softmax cross-entropy + 0.5 x squared error and Adam at the
-preset's peak learning rate, no weight decay, no replay, no symmetries. pgx's example shuffles and loops over
-minibatches on the host; here the whole iteration is one jitted program, on one device, which only helps the
-reference.
+plays --reference-steps moves (a game that ends restarts at once, from the empty board as in pgx's example: the
+random opening moves of azjax's preset, selfplay.opening_moves, are azjax's method, not the reference's); value
+targets discount the rewards backwards inside that window (-1 per move: each value is for the player to move), and a
+position whose game does not end inside the window gets no value loss but keeps its policy loss; every position then
+trains once, shuffled, in minibatches of the preset's SGD batch size, with softmax cross-entropy + 0.5 x squared
+error and Adam at the preset's peak learning rate, no weight decay, no replay, no symmetries. pgx's example shuffles
+and loops over minibatches on the host; here the whole iteration is one jitted program, on one device, which only
+helps the reference.
 
 Strength is the share of the game's labelled positions (azjax.solver.positions) where the network's top move
 keeps the game-theoretic outcome. The script prints both runs' figures at the --marks (seconds of training,

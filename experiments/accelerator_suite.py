@@ -50,7 +50,7 @@ from azjax.config import Config, NetworkConfig, SearchConfig, SelfPlayConfig, Tr
 from azjax.networks import inference_fn, init_variables
 from azjax.training import make_components
 
-from benchmark import Table, machine_info, results_stem, write_json
+from benchmark import Table, import_pgx, machine_info, results_stem, write_json
 
 # Dense peak TFLOP/s by device kind (substring of `device.device_kind`) and compute dtype, from the vendors' data
 # sheets (without sparsity); a device not listed has no bound unless --peak-tflops gives it.
@@ -126,7 +126,7 @@ def throughput_row(config: Config, variables: dict, pgx: Any, repeats: int, devi
     results = bench_selfplay.measure(impls, variables, batch_size=config.selfplay.num_games, num_repeats=repeats,
                                      key=key)
     call_positions = config.selfplay.num_games * config.selfplay.num_steps
-    rates = {label: call_positions / statistics.median(m.times_s) for label, m in results.items()}
+    rates = {label: m.rate(call_positions) for label, m in results.items()}
     flops = network_flops(config, variables)
     per_position = flops / config.selfplay.num_games if flops else None
     achieved = per_position * (config.search.num_simulations + 1) * rates["azjax"] / 1e12 if per_position else None
@@ -225,7 +225,7 @@ def main(argv: list[str] | None = None) -> dict:
             plan[name] = getattr(args, name)
     device = jax.devices()[0]
     info = machine_info()
-    pgx = bench_selfplay._import_pgx()
+    pgx = import_pgx()
     stem = results_stem()
     lines = [f"# Accelerator suite: {device.device_kind} ({device.platform})", "",
              f"{info['date']}, jax {info['jax']}, azjax {info['azjax_commit']}, {len(jax.devices())} device(s); "

@@ -38,7 +38,6 @@ import argparse
 import dataclasses
 import functools
 import json
-import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -49,7 +48,7 @@ import jax.numpy as jnp
 
 from azjax import games
 
-from benchmark import machine_info
+from benchmark import Measurement, format_rate, import_pgx, machine_info
 
 # The pgx environment id of each azjax game that pgx also implements (pgx has no Gomoku, and Othello only 8 x 8).
 PGX_IDS = {"tic_tac_toe": "tic_tac_toe", "connect_four": "connect_four", "othello": "othello"}
@@ -81,18 +80,6 @@ class Implementation:
     init: Callable[[jax.Array], Any]
     step: Callable[[Any, jax.Array], Any]
     done: Callable[[Any], jax.Array]
-
-
-@dataclasses.dataclass(frozen=True)
-class Measurement:
-    """The timings of one implementation on one (game, batch size)."""
-
-    compile_s: float  # lowering + compilation of the jitted call
-    times_s: list[float]  # one per timed call of `num_steps` steps
-    num_games: int  # games finished during the timed calls
-
-    def steps_per_s(self, num_env_steps: int) -> float:
-        return num_env_steps / statistics.median(self.times_s)
 
 
 def azjax_implementation(game: games.Game) -> Implementation:
@@ -178,26 +165,14 @@ def measure(
 # Reporting.
 
 
-def _import_pgx() -> Any | None:
-    try:
-        import pgx  # type: ignore[import-untyped]
-    except ImportError:
-        return None
-    return pgx
-
-
-def _format_rate(rate: float | None) -> str:
-    return "-" if rate is None else f"{rate:,.0f}"
-
-
 _TABLE_HEADER = f"{'game':<14} {'batch':>6} {'azjax steps/s':>15} {'pgx steps/s':>15} {'azjax/pgx':>10}"
 
 
 def format_row(row: dict[str, Any]) -> str:
     ratio = "-" if row["ratio"] is None else f"{row['ratio']:.2f}"
     return (
-        f"{row['game']:<14} {row['batch_size']:>6} {_format_rate(row['azjax_steps_per_s']):>15} "
-        f"{_format_rate(row['pgx_steps_per_s']):>15} {ratio:>10}"
+        f"{row['game']:<14} {row['batch_size']:>6} {format_rate(row['azjax_steps_per_s']):>15} "
+        f"{format_rate(row['pgx_steps_per_s']):>15} {ratio:>10}"
     )
 
 
@@ -275,7 +250,7 @@ def benchmark_row(
     """Measures one (game, batch size) and returns its table row, with every timing under "details"."""
     results = measure(impls, batch_size=batch_size, num_steps=args.steps, num_repeats=args.repeats, key=key)
     call_steps = batch_size * args.steps
-    rates = {label: m.steps_per_s(call_steps) for label, m in results.items()}
+    rates = {label: m.rate(call_steps) for label, m in results.items()}
     return {
         "game": name,
         "batch_size": batch_size,
@@ -288,7 +263,7 @@ def benchmark_row(
                 "compile_s": m.compile_s,
                 "times_s": m.times_s,
                 "median_steps_per_s": rates[label],
-                "best_steps_per_s": call_steps / min(m.times_s),
+                "best_steps_per_s": m.best_rate(call_steps),
                 "games_finished": m.num_games,
                 "mean_game_length": call_steps * args.repeats / m.num_games if m.num_games else None,
             }
@@ -323,7 +298,7 @@ def summarize_games(rows: Sequence[dict[str, Any]]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Runs the benchmark, prints the table and returns the results (as also written by --json)."""
     args = parse_args(argv)
-    pgx = None if args.no_pgx else _import_pgx()
+    pgx = None if args.no_pgx else import_pgx()
     pgx_skip_reason = None if pgx is not None else ("--no-pgx" if args.no_pgx else "pgx is not installed")
     info = machine_info()
     info["pgx"] = pgx.__version__ if pgx is not None else None

@@ -51,7 +51,6 @@ import argparse
 import dataclasses
 import functools
 import json
-import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -68,7 +67,7 @@ from azjax.networks import AlphaZeroNetwork, init_variables
 from azjax.training import make_components
 
 # The machine header is bench_games.py's, so that the two benchmarks describe a machine alike.
-from benchmark import machine_info
+from benchmark import Measurement, format_rate, import_pgx, machine_info
 
 GAME = "connect_four"  # the azjax game; the reference plays pgx's game of the same id
 
@@ -100,15 +99,6 @@ class Implementation:
     label: str
     init: Callable[[jax.Array, int], Any]
     play: PlayFn
-
-
-@dataclasses.dataclass(frozen=True)
-class Measurement:
-    """The timings of one implementation on one (B, S)."""
-
-    compile_s: float  # lowering + compilation of the jitted call
-    times_s: list[float]  # one per timed call of T moves
-    num_games: int  # games finished during the timed calls
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -262,18 +252,6 @@ def measure(
 # Reporting.
 
 
-def _import_pgx() -> Any | None:
-    try:
-        import pgx  # type: ignore[import-untyped]
-    except ImportError:
-        return None
-    return pgx
-
-
-def _format_rate(rate: float | None) -> str:
-    return "-" if rate is None else f"{rate:,.0f}"
-
-
 def _format_seconds(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds:.1f}"
 
@@ -289,9 +267,9 @@ def format_row(row: dict[str, Any]) -> str:
     compile_s = {label: details["compile_s"] for label, details in row["details"].items()}
     compiles = f"{_format_seconds(compile_s['azjax'])} / {_format_seconds(compile_s.get('reference'))}"
     return (
-        f"{row['batch_size']:>5} {row['num_simulations']:>4} {_format_rate(row['azjax_positions_per_s']):>12} "
-        f"{_format_rate(row['reference_positions_per_s']):>12} {ratio:>9} "
-        f"{_format_rate(row['azjax_simulations_per_s']):>13} {_format_rate(row['reference_simulations_per_s']):>13} "
+        f"{row['batch_size']:>5} {row['num_simulations']:>4} {format_rate(row['azjax_positions_per_s']):>12} "
+        f"{format_rate(row['reference_positions_per_s']):>12} {ratio:>9} "
+        f"{format_rate(row['azjax_simulations_per_s']):>13} {format_rate(row['reference_simulations_per_s']):>13} "
         f"{compiles:>20}"
     )
 
@@ -419,7 +397,7 @@ def benchmark_row(
     """Measures one (B, S) and returns its table row, with every timing under "details"."""
     results = measure(impls, variables, batch_size=batch_size, num_repeats=args.repeats, key=key)
     call_positions = batch_size * args.steps
-    rates = {label: call_positions / statistics.median(m.times_s) for label, m in results.items()}
+    rates = {label: m.rate(call_positions) for label, m in results.items()}
     reference = rates.get("reference")
     return {
         "batch_size": batch_size,
@@ -435,7 +413,7 @@ def benchmark_row(
                 "compile_s": m.compile_s,
                 "times_s": m.times_s,
                 "median_positions_per_s": rates[label],
-                "best_positions_per_s": call_positions / min(m.times_s),
+                "best_positions_per_s": m.best_rate(call_positions),
                 "games_finished": m.num_games,
             }
             for label, m in results.items()
@@ -465,7 +443,7 @@ def summarize_games(rows: Sequence[dict[str, Any]]) -> str:
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Runs the benchmark, prints the table and returns the results (as also written by --json)."""
     args = parse_args(argv)
-    pgx = None if args.no_reference else _import_pgx()
+    pgx = None if args.no_reference else import_pgx()
     skip_reason = None if pgx is not None else ("--no-reference" if args.no_reference else "pgx is not installed")
 
     key = jax.random.key(args.seed)

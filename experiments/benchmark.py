@@ -7,6 +7,7 @@ put it there too).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import importlib.metadata
 import json
@@ -103,6 +104,36 @@ def timed(fn: Callable, args: tuple, repeats: int) -> tuple[float, list[float]]:
 
 def median(times: Sequence[float]) -> float:
     return statistics.median(times)
+
+
+@dataclasses.dataclass(frozen=True)
+class Measurement:
+    """The timings of one implementation in one setting (a game and batch size; a search and batch size)."""
+
+    compile_s: float  # lowering + compilation of the jitted call
+    times_s: list[float]  # one per timed call
+    num_games: int  # games finished during the timed calls
+
+    def rate(self, per_call: int) -> float:
+        """`per_call` (steps, positions) per second over the median timed call."""
+        return per_call / statistics.median(self.times_s)
+
+    def best_rate(self, per_call: int) -> float:
+        """`per_call` per second over the fastest timed call."""
+        return per_call / min(self.times_s)
+
+
+def import_pgx() -> Any | None:
+    """pgx, or None where it is not installed (the benchmarks then time azjax alone)."""
+    try:
+        import pgx  # type: ignore[import-untyped]
+    except ImportError:
+        return None
+    return pgx
+
+
+def format_rate(rate: float | None) -> str:
+    return "-" if rate is None else f"{rate:,.0f}"
 
 
 class Table:

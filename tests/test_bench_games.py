@@ -38,7 +38,7 @@ def test_quick_mode_reports_positive_rates(bench_games, tmp_path, capsys):
 
 
 def test_without_pgx_reports_azjax_and_says_pgx_was_skipped(bench_games, monkeypatch, capsys):
-    monkeypatch.setattr(bench_games, "_import_pgx", lambda: None)
+    monkeypatch.setattr(bench_games, "import_pgx", lambda: None)
     results = bench_games.main([*_TINY, "--batch-sizes", "2"])
     printed = capsys.readouterr().out
 

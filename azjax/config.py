@@ -73,7 +73,9 @@ class SelfPlayConfig:
     opening_moves: int = 0  # each game starts after 0..k uniformly random moves (not recorded), for diversity
     resign_threshold: float | None = None  # resign when the chosen move's value (for the mover) is below; None: never
     resign_disabled_fraction: float = 0.1  # share of games that never resign, to measure false positives
-    # Off by default on evidence: at equal time, keeping scored worse in Connect Four (two seeds) and Brandub (one)
+    # Off by default: at equal time, keeping scored worse in Connect Four (two seeds, a constant learning rate) and
+    # Brandub (one); with a cosine over the budget and twice the SGD steps it was level on the labelled positions and
+    # ahead against UCT-400, and the Connect Four CPU preset keeps them
     # (experiments/results/connect_four_strength_cpu.txt, learns_cpu.txt).
     keep_unfinished: bool = False  # a game outlasting an iteration: its positions wait in replay (False: dropped)
     # Playout-cap randomisation (KataGo): only fully searched moves train the policy; all train the value.

@@ -70,7 +70,8 @@ SearchFn = Callable[..., SearchOutput]  # search.make_search_fn's (variables, ke
 
 
 def new_games(key: jax.Array, game: Game, config: SelfPlayConfig) -> tuple[State, jax.Array]:
-    """B fresh games, each after 0..`config.opening_moves` random moves; returns them and their move numbers."""
+    """B fresh games, each after 0..`config.opening_moves` random moves; returns them and their move numbers (the
+    random moves played)."""
     init_key, count_key, opening_key = jax.random.split(key, 3)
     states = jax.vmap(game.init)(jax.random.split(init_key, config.num_games))
     if config.opening_moves == 0:
@@ -78,7 +79,7 @@ def new_games(key: jax.Array, game: Game, config: SelfPlayConfig) -> tuple[State
     counts = jax.random.randint(count_key, (config.num_games,), 0, config.opening_moves + 1)
     keys = jax.random.split(opening_key, config.num_games)
     opening = lambda k, s, n: random_opening(k, game, s, n, config.opening_moves)  # noqa: E731
-    return jax.vmap(opening)(keys, states, counts), counts
+    return jax.vmap(opening)(keys, states, counts)
 
 
 def init_selfplay(key: jax.Array, game: Game, config: SelfPlayConfig, search: SearchConfig | None = None

@@ -14,13 +14,16 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from azjax import replay
+from azjax import games, replay
+from azjax.config import SelfPlayConfig
+from azjax.games import random_opening
 from azjax.networks import inference_fn, init_variables
 from azjax.search import SearchOutput
 from azjax.selfplay import (
     Trajectory,
     compute_value_targets,
     init_selfplay,
+    new_games,
     policy_surprise,
     reply_targets,
     run_selfplay,
@@ -273,9 +276,9 @@ def test_reply_targets_are_the_policy_target_of_the_next_position_of_the_same_ga
     that followed it in its game; none (zeros) after the game's last move or at the trajectory's last step."""
     name, trajectory = run[0], run[4]
     reply = np.asarray(reply_targets(trajectory))
-    steps, games = trajectory.terminated.shape
+    steps, num_games = trajectory.terminated.shape
     for t in range(steps):
-        for b in range(games):
+        for b in range(num_games):
             follows = t + 1 < steps and not trajectory.terminated[t, b]
             expected = trajectory.policy_target[t + 1, b] if follows else np.zeros_like(reply[t, b])
             np.testing.assert_array_equal(reply[t, b], expected, err_msg=f"step {t}, game {b}")
@@ -541,3 +544,24 @@ def test_playout_caps_search_some_steps_fast_and_drop_their_policy_targets(tiny_
     with pytest.raises(ValueError, match="needs a fast_search_fn"):
         run_selfplay(jax.random.key(4), {}, init_selfplay(jax.random.key(5), game, config), game=game,
                      search_fn=stub_search(0.5, True), config=config)
+
+
+def test_openings_count_the_moves_actually_played():
+    # Tic-tac-toe openings of 8 random moves: many draw a move that would end the game (a line after 5 or more
+    # stones), which is skipped; the count returned, and new_games's move numbers, must be the stones on the board.
+    game = games.make("tic_tac_toe")
+    keys = jax.random.split(jax.random.key(0), 512)
+    states = jax.vmap(game.init)(keys)
+    opening = jax.jit(jax.vmap(lambda k, s: random_opening(k, game, s, jnp.int32(8), 8)))
+    opened, played = opening(keys, states)
+
+    def on_board(states) -> np.ndarray:
+        return np.asarray(jax.vmap(game.observe)(states)).sum(axis=(1, 2, 3)).astype(int)
+
+    np.testing.assert_array_equal(played, on_board(opened))
+    assert not np.any(opened.terminated)
+    assert np.any(played == 8) and np.any(played < 8), "some openings should skip a game-ending move"
+    fresh, move_number = jax.jit(lambda key: new_games(key, game, SelfPlayConfig(num_games=512, opening_moves=8)))(
+        jax.random.key(1))
+    np.testing.assert_array_equal(move_number, on_board(fresh))
+    np.testing.assert_array_equal(fresh.current_player, move_number % 2)

@@ -185,19 +185,24 @@ def board_symmetries(
     return tuple(result)
 
 
-def random_opening(key: jax.Array, game: Game, state: State, num_moves: jax.Array, max_moves: int) -> State:
-    """Plays `num_moves` (int32 [], at most the static `max_moves`) uniformly random legal moves from `state`.
+def random_opening(key: jax.Array, game: Game, state: State, num_moves: jax.Array, max_moves: int
+                   ) -> tuple[State, jax.Array]:
+    """Plays `num_moves` (int32 [], at most the static `max_moves`) uniformly random legal moves from `state`;
+    returns the state and the number of moves played (int32 []).
 
-    A move that would end the game is not played, so the result is never terminal when `state` is not: the
-    opening stops early instead. Unbatched; `vmap` it over a batch of states and move counts.
+    A move that would end the game is skipped (not played, not retried), so the result is never terminal when
+    `state` is not, and fewer than `num_moves` moves are played where that happened. Unbatched; `vmap` it over a
+    batch of states and move counts.
     """
 
-    def body(i: jax.Array, state: State) -> State:
+    def body(i: jax.Array, carry: tuple[State, jax.Array]) -> tuple[State, jax.Array]:
+        state, played = carry
         move_key = jax.random.fold_in(key, i)
         logits = jnp.where(state.legal_action_mask, 0.0, -jnp.inf)
         action = jax.random.categorical(move_key, logits).astype(jnp.int32)
         moved = game.step(state, action)
         play = (i < num_moves) & ~moved.terminated & ~state.terminated
-        return jax.tree.map(lambda new, old: jnp.where(play, new, old), moved, state)
+        state = jax.tree.map(lambda new, old: jnp.where(play, new, old), moved, state)
+        return state, played + play.astype(jnp.int32)
 
-    return jax.lax.fori_loop(0, max_moves, body, state)
+    return jax.lax.fori_loop(0, max_moves, body, (state, jnp.zeros((), jnp.int32)))

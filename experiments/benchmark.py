@@ -1,5 +1,6 @@
-"""What every benchmark script here shares: the machine description, timing a jitted function, tables, configs
-from the command line, and the JSON record. A new benchmark is its measurement and a few lines of these.
+"""What every benchmark script here shares: the machine description, timing a jitted function and its record
+(`Measurement`), pgx where installed, tables, configs from the command line, and the JSON record. A new benchmark
+is its measurement and a few lines of these.
 
 The scripts import it as `benchmark` (running `python experiments/X.py` puts this folder on the path; the tests
 put it there too).

@@ -117,7 +117,7 @@ class Measurement:
 
     def rate(self, per_call: int) -> float:
         """`per_call` (steps, positions) per second over the median timed call."""
-        return per_call / statistics.median(self.times_s)
+        return per_call / median(self.times_s)
 
     def best_rate(self, per_call: int) -> float:
         """`per_call` per second over the fastest timed call."""

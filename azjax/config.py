@@ -43,6 +43,7 @@ class SearchConfig:
     num_simulations: int = 32  # simulations per move
     max_num_considered_actions: int = 16  # gumbel: actions sampled at the root for sequential halving
     gumbel_scale: float = 1.0  # gumbel: scale of the root Gumbel noise (0 = deterministic)
+    gumbel_moves: int | None = None  # gumbel: root noise for a game's first k moves only, then none; None: always
     value_scale: float = 0.1  # gumbel: weight of the Q-values against the prior logits (mctx's qtransform default)
     dirichlet_alpha: float = 0.3  # puct: Dirichlet noise concentration at the root
     dirichlet_fraction: float = 0.25  # puct: weight of the noise in the root prior
@@ -136,6 +137,11 @@ class Config:
                 f"search.tree_capacity ({self.search.tree_capacity}) must hold the root and search.num_simulations "
                 f"({self.search.num_simulations}) new nodes: at least {self.search.num_simulations + 1}, or None for "
                 f"{2 * self.search.num_simulations + 1}"
+            )
+        if self.search.gumbel_moves is not None and self.search.gumbel_moves < 0:
+            raise ConfigError(
+                "search.gumbel_moves must be >= 0 (or None: Gumbel noise on every move), "
+                f"got {self.search.gumbel_moves}"
             )
         if not self.search.value_scale > 0:
             raise ConfigError(f"search.value_scale must be > 0 (mctx's default is 0.1), got {self.search.value_scale}")

@@ -88,6 +88,15 @@ def _recurrent_fn(
     return output, next_states
 
 
+def _gumbel_scale(config: SearchConfig, move_number: jax.Array) -> float | jax.Array:
+    """The root Gumbel noise's scale: `config.gumbel_scale`, or per game [B, 1] with `gumbel_moves` (none once a
+    game has played that many moves: the search then plays its best action, the argmax of prior logits + sigma(Q)
+    after sequential halving)."""
+    if config.gumbel_moves is None:
+        return config.gumbel_scale
+    return jnp.where(move_number < config.gumbel_moves, config.gumbel_scale, 0.0)[:, None]
+
+
 def make_search_fn(
     game: Game, apply_fn: ApplyFn, config: SearchConfig, *, return_tree: bool = False
 ) -> Callable[..., SearchOutput]:
@@ -101,7 +110,8 @@ def make_search_fn(
       return_tree: also return mctx's search tree (`SearchOutput.search_tree`), to inspect a search. Its arrays
         are [B, nodes, A]: leave it off where the output leaves jit in bulk.
     The returned function takes `move_number` int32 [B], the number of moves already played in each game, which
-    PUCT's temperature schedule uses (sample for the first `temperature_moves` moves, then play the most visited).
+    PUCT's temperature schedule uses (sample for the first `temperature_moves` moves, then play the most visited)
+    and Gumbel's `gumbel_moves` (root noise for the first `gumbel_moves` moves, then the search's best move).
     With `config.reuse_tree` it also takes `kept`, the tree kept for these states (`tree_reuse.KeptTree` of
     `config.capacity` nodes; None: start every game fresh), and returns the search tree in `SearchOutput.tree`.
     It is pure and un-jitted: callers jit it (or the loop around it).
@@ -130,7 +140,7 @@ def make_search_fn(
                 **common,
                 **reuse,
                 max_num_considered_actions=config.max_num_considered_actions,
-                gumbel_scale=config.gumbel_scale,
+                gumbel_scale=_gumbel_scale(config, move_number),
                 qtransform=functools.partial(mctx.qtransform_completed_by_mix_value, value_scale=config.value_scale),
             )
             action = output.action

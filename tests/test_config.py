@@ -125,6 +125,7 @@ def test_with_overrides_leaves_the_original_and_the_overrides_alone():
         ({"search.policy": "alphabeta"}, "search.policy"),
         ({"search.dirichlet_fraction": 1.5}, "search.dirichlet_fraction"),
         ({"search.value_scale": 0}, "search.value_scale"),
+        ({"search.gumbel_moves": -1}, "search.gumbel_moves"),
         ({"selfplay.num_games": 0}, "selfplay.num_games"),
         ({"selfplay.num_steps": 0}, "selfplay.num_steps"),
         ({"selfplay.opening_moves": -1}, "selfplay.opening_moves"),

@@ -325,6 +325,31 @@ def test_puct_samples_in_the_opening_and_plays_the_most_visited_later():
     assert sampled_differs, "with move_number < temperature_moves the action should be sampled from the visits"
 
 
+def test_gumbel_moves_keeps_the_noise_for_a_games_first_moves_only():
+    """With `gumbel_moves` = k, a game that has played fewer than k moves gets the root's Gumbel noise (the action of
+    the noisy search with the same key), one past it none (the action of `gumbel_scale=0`)."""
+    batch = positions("tic_tac_toe")
+    game = games.make("tic_tac_toe")
+    apply_fn = functools.partial(uniform_apply, num_actions=game.num_actions)
+    k = 3
+    move_number = jnp.where(jnp.arange(len(batch.kinds)) % 2 == 0, k - 1, k).astype(jnp.int32)  # even rows noisy
+
+    scheduled = SearchConfig(num_simulations=8, gumbel_moves=k)
+    searches = [  # compiled once each
+        jax.jit(make_search_fn(game, apply_fn, config))
+        for config in (scheduled, dataclasses.replace(scheduled, gumbel_moves=None),
+                       dataclasses.replace(scheduled, gumbel_moves=None, gumbel_scale=0.0))
+    ]
+    noisy_differs = False
+    for seed in range(4):
+        key = jax.random.key(seed)
+        action, noisy, plain = (np.asarray(search({}, key, batch.states, move_number).action) for search in searches)
+        np.testing.assert_array_equal(action[0::2], noisy[0::2])
+        np.testing.assert_array_equal(action[1::2], plain[1::2])
+        noisy_differs |= bool(np.any(noisy[0::2] != plain[0::2]))
+    assert noisy_differs, "the noise should change some actions, or this test cannot tell the two apart"
+
+
 def test_value_scale_weighs_the_q_values_in_gumbels_policy_target():
     """`search.value_scale` reaches mctx's qtransform: with a network that knows nothing (uniform prior), the
     improved policy is softmax(sigma(Q)), so a larger scale puts more of the target on the winning move."""

@@ -159,6 +159,12 @@ class CheckpointManager:
             return config_lib.from_dict(saved)
         except config_lib.UnknownGameError as error:
             raise game_unavailable(self.run_dir, error) from None
+        except config_lib.UnknownFieldError as error:
+            # Its files passed their checksums: a newer azjax, with a field added since, wrote it. Keep it.
+            raise CheckpointError(
+                f"{self._step_dir(step)} was saved with a config field this azjax does not have ({error}), so a "
+                "newer azjax wrote it; its files are untouched: upgrade azjax to read it"
+            ) from None
         except config_lib.ConfigError as error:
             raise self._unreadable(step, f"its saved config is invalid ({error})") from None
 

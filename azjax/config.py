@@ -19,6 +19,10 @@ class ConfigError(ValueError):
     """A config value is invalid; the message names the field and what to do."""
 
 
+class UnknownFieldError(ConfigError):
+    """A config names a field this azjax does not have: a typo, or a config saved by a newer azjax."""
+
+
 class UnknownGameError(ConfigError):
     """The config's game cannot be found or its module imported (the config itself may be fine); the message
     says which game, the error met and what to do."""
@@ -533,7 +537,7 @@ def with_overrides(config: Config, overrides: dict[str, Any]) -> Config:
         if key not in paths:
             close = [p for p in paths if p.split(".")[-1] == key.split(".")[-1]]
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise ConfigError(f"unknown config field {key!r}{hint} (`azjax train --help` lists them)")
+            raise UnknownFieldError(f"unknown config field {key!r}{hint} (`azjax train --help` lists them)")
         value = convert(raw, paths[key][0], key)
         if "." in key:
             section, name = key.split(".")

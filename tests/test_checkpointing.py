@@ -499,6 +499,23 @@ def test_checkpoint_of_an_older_format_plays_but_does_not_resume(runs, tmp_path)
     assert azjax.load_agent(run_dir).config == run_config()  # its network still loads
 
 
+def test_checkpoint_of_a_newer_azjax_is_kept_and_names_the_upgrade(runs, tmp_path):
+    """A checkpoint whose saved config has a field this azjax lacks (a newer azjax added it) is intact: the error
+    says to upgrade, and never to delete it."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(runs["root"] / "straight", run_dir)
+    step_dir = run_dir / "checkpoints" / str(2 * N)
+    meta_file = step_dir / "meta" / "metadata"
+    meta = json.loads(meta_file.read_text())
+    meta["config"]["search"]["a_field_from_the_future"] = 1
+    meta_file.write_text(json.dumps(meta))
+    checkpointing._write_manifest(step_dir)  # as that azjax wrote it, consistent with its files
+    with pytest.raises(checkpointing.CheckpointError, match="newer azjax") as caught:
+        azjax.load_agent(run_dir)
+    assert "a_field_from_the_future" in str(caught.value) and "delete" not in str(caught.value)
+    assert step_dir.is_dir()
+
+
 @pytest.mark.parametrize(
     ("content", "fragment"),
     [

@@ -208,7 +208,7 @@ def gumbel_policy(
     kept: KeptTree | None,
     capacity: int,
     max_num_considered_actions: int = 16,
-    gumbel_scale: float = 1.0,
+    gumbel_scale: float | jax.Array = 1.0,  # a scalar, or per game [B, 1] (search.gumbel_moves)
     qtransform: Callable = mctx.qtransform_completed_by_mix_value,
 ) -> mctx.PolicyOutput:
     """Gumbel MuZero (the arguments of `mctx.gumbel_muzero_policy`) continuing `kept` in a tree of `capacity`

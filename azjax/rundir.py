@@ -43,12 +43,10 @@ def read_config(run_dir: Path) -> config_lib.Config:
         raise CheckpointError(f"cannot read {path}: {error}") from None
     except config_lib.UnknownGameError as error:
         raise game_unavailable(run_dir, error) from None
-    except config_lib.UnknownFieldError as error:
-        raise CheckpointError(
-            f"{path} is not a valid azjax config: {error}; fix that file, or upgrade azjax if a newer one wrote it"
-        ) from None
     except config_lib.ConfigError as error:
-        raise CheckpointError(f"{path} is not a valid azjax config: {error}; fix or restore that file") from None
+        newer = isinstance(error, config_lib.UnknownFieldError)  # a typo, or a field a newer azjax added
+        fix = "fix that file, or upgrade azjax if a newer one wrote it" if newer else "fix or restore that file"
+        raise CheckpointError(f"{path} is not a valid azjax config: {error}; {fix}") from None
 
 
 def game_unavailable(run_dir: Path, error: config_lib.UnknownGameError) -> CheckpointError:

@@ -514,6 +514,12 @@ def test_checkpoint_of_a_newer_azjax_is_kept_and_names_the_upgrade(runs, tmp_pat
         azjax.load_agent(run_dir)
     assert "a_field_from_the_future" in str(caught.value) and "delete" not in str(caught.value)
     assert step_dir.is_dir()
+    # The same field in the run's config.json: fix the file, or upgrade.
+    config_file = run_dir / "config.json"
+    saved = json.loads(config_file.read_text())
+    config_file.write_text(json.dumps({**saved, "search": {**saved["search"], "a_field_from_the_future": 1}}))
+    with pytest.raises(checkpointing.CheckpointError, match="or upgrade azjax if a newer one wrote it"):
+        checkpointing.read_config(run_dir)
 
 
 @pytest.mark.parametrize(

@@ -44,8 +44,8 @@ def read_config(run_dir: Path) -> config_lib.Config:
     except config_lib.UnknownGameError as error:
         raise game_unavailable(run_dir, error) from None
     except config_lib.ConfigError as error:
-        newer = isinstance(error, config_lib.UnknownFieldError)  # a typo, or a field a newer azjax added
-        fix = "fix that file, or upgrade azjax if a newer one wrote it" if newer else "fix or restore that file"
+        unknown_field = isinstance(error, config_lib.UnknownFieldError)  # a typo, or a field a newer azjax added
+        fix = "fix that file, or upgrade azjax if a newer one wrote it" if unknown_field else "fix or restore that file"
         raise CheckpointError(f"{path} is not a valid azjax config: {error}; {fix}") from None
 
 

@@ -80,7 +80,7 @@ class SelfPlayConfig:
     resign_disabled_fraction: float = 0.1  # share of games that never resign, to measure false positives
     # Off by default: at equal time, keeping scored worse in Connect Four (two seeds, a constant learning rate) and
     # Brandub (one); with a cosine over the budget and twice the SGD steps it was level on the labelled positions and
-    # ahead against UCT-400, and the Connect Four CPU preset keeps them
+    # ahead against UCT-400, and the CPU presets (but tic-tac-toe's) keep them with CPU_TRAIN
     # (experiments/results/connect_four_strength_cpu.txt, learns_cpu.txt).
     keep_unfinished: bool = False  # a game outlasting an iteration: its positions wait in replay (False: dropped)
     # Playout-cap randomisation (KataGo): only fully searched moves train the policy; all train the value.
@@ -274,6 +274,15 @@ def samples_per_played_position(selfplay: SelfPlayConfig) -> int:
     return SAMPLES_PER_POSITION * (2 if selfplay.keep_unfinished else 1)
 
 
+# The training Connect Four's CPU preset arrived at (its comment has each lever's measurement), which also won on
+# Othello 6 x 6, Gomoku 9 x 9 and Brandub (their presets' comments) and which the derived CPU preset takes: SGD
+# batches of 128, a cosine from 6e-3 over the run's budget, value targets half the game's outcome and half the
+# search's value, half of each batch drawn by policy surprise. The presets pair it with selfplay.keep_unfinished and
+# `samples_per_played_position`'s SGD steps.
+CPU_TRAIN = TrainConfig(batch_size=128, learning_rate=6e-3, lr_schedule="cosine", value_target_mix=0.5,
+                        policy_surprise_weight=0.5)
+
+
 def _preset_tic_tac_toe_gpu() -> Config:
     return Config(
         game="tic_tac_toe",
@@ -286,34 +295,32 @@ def _preset_tic_tac_toe_gpu() -> Config:
 
 
 def _preset_connect_four_cpu() -> Config:
-    # Value targets half outcome, half search value, and a larger learning rate: over three seeds at 230
-    # iterations, 87.1-87.8% optimal top moves and 0.80-0.83 against UCT-400 with 2e-3, against 82.4-84.8% and
-    # 0.70-0.75 with 1e-3 and outcomes alone. Half of each batch drawn by policy surprise: in 10 minutes, three
-    # seeds, 88.7-89.1% optimal top moves and 0.80-0.83 against UCT-400, against 86.7% and 0.75 without on the same
-    # machine. With surprise weighting, 3e-3 over 2e-3: 89.2-90.0% against 88.7-89.2% and 0.825-0.855 against
-    # 0.795-0.833 (three seeds each). A cosine learning rate over the run's budget from a peak of 6e-3 over a
-    # constant 3e-3: 91.4-92.1% against 90.2-90.3%, 0.875-0.940 against 0.845-0.875 against UCT-400, and the
-    # centre of the empty board in every seed (three seeds against two, one faster machine). Every played position
-    # to replay (unfinished games kept: twice the positions per iteration) with twice the SGD steps (the samples per
-    # position in replay that dropping them gave): 100% of the positions trained on against 48-49%, 89.7-90.6% optimal
-    # top moves against 90.4-91.2%, 0.853-0.882 against UCT-400 against 0.812-0.873, and the centre of the empty
-    # board with 0.98-0.99 of the prior in every seed (three seeds each, one slower machine). Games that start after
-    # 0-10 random moves instead of 0-4: 92.2-92.9% optimal top moves against 90.1-90.9%, begin-hard 83.4-84.5%
-    # against 80.6-82.2%, 0.882-0.930 against UCT-400 against 0.870-0.885 (three seeds each, same machine and day).
-    # 0-14 random moves instead of 0-10: ahead on the sets in all five pairs (three seeds of 600 s, two at equal
-    # iterations), 92.9-93.6% against 92.2-92.8%, level against UCT-400 (0.875-0.925 against 0.877-0.930) and on
-    # begin-hard (84.1-85.2% against 82.9-85.1%), and the centre of the empty board in every run. Batches of 128 in
-    # 128 SGD steps instead of 256 in 64 (the same samples, twice the updates, the same time per iteration on the two
-    # devices): 93.9-94.5% against 93.1-93.6% over three seeds of 600 s, begin-hard 84.4-85.7% against 84.7-85.2%,
-    # 0.892-0.927 against UCT-400 against 0.875-0.925 (experiments/results/connect_four_strength_cpu.txt).
+    # Each lever against the preset before it, three seeds each at 10 minutes of training unless said (every row:
+    # experiments/results/connect_four_strength_cpu.txt). Optimal top moves on the labelled positions, then the
+    # score against UCT-400, each as after | before:
+    #   value targets half outcome, half the search's value, lr 2e-3
+    #     (from outcomes alone and 1e-3; 230 iterations)             87.1-87.8% | 82.4-84.8%   0.80-0.83 | 0.70-0.75
+    #   half of each batch drawn by policy surprise                  88.7-89.1% | 86.7%        0.80-0.83 | 0.75
+    #   lr 3e-3 over 2e-3                                            89.2-90.0% | 88.7-89.2%   0.825-0.855 | 0.795-0.833
+    #   a cosine over the run's budget from 6e-3 (from a constant)   91.4-92.1% | 90.2-90.3%   0.875-0.940 | 0.845-0.875
+    #   unfinished games kept (every played position to replay,
+    #     100% trained on against 48-49%), twice the SGD steps       89.7-90.6% | 90.4-91.2%   0.853-0.882 | 0.812-0.873
+    #   games start after 0-10 random moves (from 0-4)               92.2-92.9% | 90.1-90.9%   0.882-0.930 | 0.870-0.885
+    #   0-14 random moves (from 0-10; five pairs)                    92.9-93.6% | 92.2-92.8%   0.875-0.925 | 0.877-0.930
+    #   batches of 128 in 128 SGD steps (from 256 in 64: the same
+    #     samples and time per iteration, twice the updates)         93.9-94.5% | 93.1-93.6%   0.892-0.927 | 0.875-0.925
+    # Keeping unfinished games cost 0.6 points on the labelled positions and won against UCT-400 and on the empty
+    # board (its centre with 0.98-0.99 of the prior in every seed); the openings of 0-10 moves won most on the hard
+    # positions near the start (begin-hard 83.4-84.5% against 80.6-82.2%). The cosine's "before" had two seeds, the
+    # five pairs of 0-14 two runs at equal iterations. The rows are of different days and machines: compare within
+    # a row.
     return Config(
         game="connect_four",
         num_iterations=300,
         network=NetworkConfig(num_blocks=2, num_channels=32),
         search=SearchConfig(num_simulations=16),
         selfplay=SelfPlayConfig(num_games=128, num_steps=32, opening_moves=14, keep_unfinished=True),
-        train=TrainConfig(batch_size=128, num_sgd_steps=128, learning_rate=6e-3, lr_schedule="cosine",
-                          value_target_mix=0.5, policy_surprise_weight=0.5, replay_capacity=65536),
+        train=dataclasses.replace(CPU_TRAIN, num_sgd_steps=128, replay_capacity=65536),
     )
 
 
@@ -333,14 +340,16 @@ def _preset_connect_four_gpu() -> Config:
 
 
 def _preset_gomoku9_cpu() -> Config:
-    # 9 x 9 Gomoku: 81 actions, random games last about 55 moves.
+    # 9 x 9 Gomoku: 81 actions, random games last about 55 moves. CPU_TRAIN with unfinished games kept, against the
+    # preset before (batches of 256, a constant 1e-3, games dropped), 5 minutes each, head to head: 0.740 [0.675,
+    # 0.796] (seed 0; experiments/results/learns_cpu.txt).
     return Config(
         game="gomoku9",
         num_iterations=200,
         network=NetworkConfig(num_blocks=2, num_channels=32),
         search=SearchConfig(num_simulations=32),
-        selfplay=SelfPlayConfig(num_games=128, num_steps=32),
-        train=TrainConfig(batch_size=256, num_sgd_steps=32, replay_capacity=65536),
+        selfplay=SelfPlayConfig(num_games=128, num_steps=32, keep_unfinished=True),
+        train=dataclasses.replace(CPU_TRAIN, num_sgd_steps=128, replay_capacity=65536),
     )
 
 
@@ -358,14 +367,16 @@ def _preset_gomoku_gpu() -> Config:
 
 
 def _preset_othello6_cpu() -> Config:
-    # 6 x 6 Othello: 37 actions (the pass included), games last about 32 moves.
+    # 6 x 6 Othello: 37 actions (the pass included), games last about 32 moves. CPU_TRAIN with unfinished games kept,
+    # against the preset before (batches of 256, a constant 1e-3, games dropped), 5 minutes each, head to head:
+    # 0.740 [0.671, 0.799] (seed 0), and against UCT-400 0.828 against 0.657 (experiments/results/learns_cpu.txt).
     return Config(
         game="othello6",
         num_iterations=200,
         network=NetworkConfig(num_blocks=2, num_channels=32),
         search=SearchConfig(num_simulations=32),
-        selfplay=SelfPlayConfig(num_games=128, num_steps=32),
-        train=TrainConfig(batch_size=256, num_sgd_steps=32, replay_capacity=65536),
+        selfplay=SelfPlayConfig(num_games=128, num_steps=32, keep_unfinished=True),
+        train=dataclasses.replace(CPU_TRAIN, num_sgd_steps=128, replay_capacity=65536),
     )
 
 
@@ -383,13 +394,16 @@ def _preset_othello_gpu() -> Config:
 
 def _preset_brandub_cpu() -> Config:
     # Brandub: 1176 actions (from-square x direction x distance), random games last about 50 moves, 200 at most.
+    # CPU_TRAIN with unfinished games kept, against the preset before (batches of 256, a constant 1e-3, games
+    # dropped), 5 minutes each (29 iterations both): 198/0/2 against 177/2/21 over random, 188/6/6 against 139/0/61
+    # over the first checkpoint (seed 0; experiments/results/learns_cpu.txt).
     return Config(
         game="brandub",
         num_iterations=200,
         network=NetworkConfig(num_blocks=3, num_channels=32),
         search=SearchConfig(num_simulations=32),
-        selfplay=SelfPlayConfig(num_games=64, num_steps=32),
-        train=TrainConfig(batch_size=256, num_sgd_steps=16, replay_capacity=32768),
+        selfplay=SelfPlayConfig(num_games=64, num_steps=32, keep_unfinished=True),
+        train=dataclasses.replace(CPU_TRAIN, num_sgd_steps=64, replay_capacity=32768),
     )
 
 
@@ -439,11 +453,13 @@ def derived_preset(game: str, preset: str = "cpu") -> Config:
 
     "cpu" aims at an iteration of a few seconds on a 2-core CPU, like the catalog's CPU presets: a 2 x 32 ResNet,
     16 simulations (32 on boards of more than 64 cells), 128 games (64 with more than 512 actions, whose search
-    tree and replay policies are large) of 32 moves, SGD batches of 256, 100 iterations. "gpu" follows the
+    tree and replay policies are large) of 32 moves, 100 iterations, and their training (`CPU_TRAIN`: SGD batches of
+    128, a cosine from 6e-3, value targets half outcome and half search value, policy-surprise draws) with
+    unfinished games kept: 4 SGD samples per played position (`samples_per_played_position`). "gpu" follows the
     catalog's GPU presets: a 6 x 128 bfloat16 ResNet, 64 simulations, 2048 games (512 with more than 512
-    actions) of 64 moves, SGD batches of 2048. Both drop unfinished games and take `samples_per_played_position`
-    (2) SGD samples per played position. The replay buffer holds every game's moves of an iteration and of its
-    longest game, as a power of two.
+    actions) of 64 moves, SGD batches of 2048 at a constant 2e-3, unfinished games dropped: 2 samples per played
+    position. The replay buffer holds every game's moves of an iteration and of its longest game, as a power of
+    two.
     """
     from azjax import games  # late: config must not build games at import time
 
@@ -460,10 +476,10 @@ def derived_preset(game: str, preset: str = "cpu") -> Config:
         num_games, num_steps = (64 if many_actions else 128), 32
         network = NetworkConfig(num_blocks=2, num_channels=32)
         search = SearchConfig(num_simulations=16 if cells <= 64 else 32)
-        train = TrainConfig(batch_size=256)
+        train = CPU_TRAIN
         num_iterations = 100
     capacity = max(2 ** math.ceil(math.log2(num_games * (num_steps + built.max_length))), 4 * train.batch_size)
-    selfplay = SelfPlayConfig(num_games=num_games, num_steps=num_steps)
+    selfplay = SelfPlayConfig(num_games=num_games, num_steps=num_steps, keep_unfinished=preset != "gpu")
     sgd_steps = max(1, samples_per_played_position(selfplay) * num_games * num_steps // train.batch_size)
     return Config(
         game=game,

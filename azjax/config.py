@@ -341,8 +341,8 @@ def _preset_connect_four_gpu() -> Config:
 
 def _preset_gomoku9_cpu() -> Config:
     # 9 x 9 Gomoku: 81 actions, random games last about 55 moves. CPU_TRAIN with unfinished games kept, against the
-    # preset before (batches of 256, a constant 1e-3, games dropped), 5 minutes each, head to head: 0.740 [0.675,
-    # 0.796] (seed 0; experiments/results/learns_cpu.txt).
+    # preset before (batches of 256, a constant 1e-3, games dropped), 5 minutes each, head to head from the same
+    # seed: 0.740 [0.675, 0.796] and 0.980 [0.950, 0.992] (seeds 0, 1; experiments/results/learns_cpu.txt).
     return Config(
         game="gomoku9",
         num_iterations=200,
@@ -368,8 +368,9 @@ def _preset_gomoku_gpu() -> Config:
 
 def _preset_othello6_cpu() -> Config:
     # 6 x 6 Othello: 37 actions (the pass included), games last about 32 moves. CPU_TRAIN with unfinished games kept,
-    # against the preset before (batches of 256, a constant 1e-3, games dropped), 5 minutes each, head to head:
-    # 0.740 [0.671, 0.799] (seed 0), and against UCT-400 0.828 against 0.657 (experiments/results/learns_cpu.txt).
+    # against the preset before (batches of 256, a constant 1e-3, games dropped), 5 minutes each, head to head from
+    # the same seed: 0.740 [0.671, 0.799] and 0.757 [0.689, 0.815] (seeds 0, 1); against UCT-400 0.828 against 0.657
+    # (seed 0; experiments/results/learns_cpu.txt).
     return Config(
         game="othello6",
         num_iterations=200,
@@ -395,8 +396,8 @@ def _preset_othello_gpu() -> Config:
 def _preset_brandub_cpu() -> Config:
     # Brandub: 1176 actions (from-square x direction x distance), random games last about 50 moves, 200 at most.
     # CPU_TRAIN with unfinished games kept, against the preset before (batches of 256, a constant 1e-3, games
-    # dropped), 5 minutes each (29 iterations both): 198/0/2 against 177/2/21 over random, 188/6/6 against 139/0/61
-    # over the first checkpoint (seed 0; experiments/results/learns_cpu.txt).
+    # dropped), 5 minutes each (29 iterations both), seed 0: head to head 0.895 [0.845, 0.930]; 198/0/2 against
+    # 177/2/21 over random, 188/6/6 against 139/0/61 over the first checkpoint (experiments/results/learns_cpu.txt).
     return Config(
         game="brandub",
         num_iterations=200,

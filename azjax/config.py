@@ -34,6 +34,7 @@ class NetworkConfig:
 
     num_blocks: int = 2  # residual blocks (two 3x3 convolutions each)
     num_channels: int = 32  # channels of the stem and every block
+    value_channels: int = 1  # channels of the value head's 1x1 convolution (AlphaZero's: 1)
     value_hidden: int = 64  # units of the value head's hidden layer
     global_pooling: bool = False  # KataGo: blocks and the value head also see each channel's board mean and max
     compute_dtype: str = "float32"  # "bfloat16" computes in bf16 with float32 parameters (use on GPUs/TPUs)
@@ -131,6 +132,7 @@ class Config:
         _positive(self, "num_iterations")
         _positive(self.network, "num_blocks", "network.")
         _positive(self.network, "num_channels", "network.")
+        _positive(self.network, "value_channels", "network.")
         _positive(self.network, "value_hidden", "network.")
         _choice(self.network.compute_dtype, ("float32", "bfloat16"), "network.compute_dtype")
         _choice(self.search.policy, ("gumbel", "puct"), "search.policy")

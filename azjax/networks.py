@@ -143,6 +143,7 @@ class AlphaZeroNetwork(nn.Module):
     num_actions: int
     num_blocks: int = 2
     num_channels: int = 32
+    value_channels: int = 1  # the value head's 1x1 convolution
     value_hidden: int = 64
     global_pooling: bool = False  # blocks get a global pooling bias; the value head also reads the pooled trunk
     reply_head: bool = False  # also predict the opponent's reply (sown as intermediates "reply_logits" [B, A])
@@ -168,7 +169,7 @@ class AlphaZeroNetwork(nn.Module):
             reply = nn.Dense(self.num_actions, dtype=self.dtype, name="reply_head")(policy)
             self.sow("intermediates", "reply_logits", reply.astype(jnp.float32))
 
-        value = conv(1, (1, 1))(x)
+        value = conv(self.value_channels, (1, 1))(x)
         value = nn.relu(norm()(value)).reshape(x.shape[0], -1)
         if self.global_pooling:
             value = jnp.concatenate([value, global_features(x)], axis=-1)
@@ -194,6 +195,7 @@ def make_network(config: NetworkConfig, num_actions: int, *, reply_head: bool = 
         reply_head=reply_head,
         num_blocks=config.num_blocks,
         num_channels=config.num_channels,
+        value_channels=config.value_channels,
         value_hidden=config.value_hidden,
         global_pooling=config.global_pooling,
         dtype=jnp.bfloat16 if config.compute_dtype == "bfloat16" else jnp.float32,

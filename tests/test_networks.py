@@ -137,6 +137,16 @@ def test_network_size_follows_the_config(out, game):
     assert params["Dense_1"]["kernel"].shape[-1] == TINY.value_hidden  # value head's hidden layer
 
 
+def test_value_head_width_follows_the_config(game):
+    """network.value_channels widens the value head's 1x1 convolution, and its hidden layer reads every channel."""
+    wide = dataclasses.replace(TINY, value_channels=3)
+    shapes = jax.eval_shape(lambda: init_variables(make_network(wide, game.num_actions), jax.random.key(0),
+                                                   game.observation_shape))["params"]
+    cells = int(np.prod(game.observation_shape[:-1]))
+    assert shapes["Conv_2"]["kernel"].shape == (1, 1, TINY.num_channels, 3)  # the value head's convolution
+    assert shapes["Dense_1"]["kernel"].shape == (3 * cells, TINY.value_hidden)
+
+
 def test_flat_observations_are_accepted():
     network = make_network(TINY, 4)
     shapes = jax.eval_shape(lambda: init_variables(network, jax.random.key(0), (10,)))

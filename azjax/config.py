@@ -34,7 +34,7 @@ class NetworkConfig:
 
     num_blocks: int = 2  # residual blocks (two 3x3 convolutions each)
     num_channels: int = 32  # channels of the stem and every block
-    value_channels: int = 1  # channels of the value head's 1x1 convolution (AlphaZero's: 1)
+    value_channels: int = 1  # channels of the value head's 1x1 convolution (AlphaZero's 1; 4: level in Connect Four)
     value_hidden: int = 64  # units of the value head's hidden layer
     global_pooling: bool = False  # KataGo: blocks and the value head also see each channel's board mean and max
     compute_dtype: str = "float32"  # "bfloat16" computes in bf16 with float32 parameters (use on GPUs/TPUs)

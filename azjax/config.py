@@ -347,7 +347,8 @@ def _preset_connect_four_gpu() -> Config:
 def _preset_gomoku9_cpu() -> Config:
     # 9 x 9 Gomoku: 81 actions, random games last about 55 moves. CPU_TRAIN with unfinished games kept, against the
     # preset before (batches of 256, a constant 1e-3, games dropped), 5 minutes each, head to head from the same
-    # seed: 0.740 [0.675, 0.796] and 0.980 [0.950, 0.992] (seeds 0, 1; experiments/results/learns_cpu.txt).
+    # seed: 0.740 [0.675, 0.796] and 0.980 [0.950, 0.992] (seeds 0, 1); against UCT-400 0.990 against 0.970 (seed 0;
+    # experiments/results/learns_cpu.txt).
     return Config(
         game="gomoku9",
         num_iterations=200,
@@ -401,8 +402,9 @@ def _preset_othello_gpu() -> Config:
 def _preset_brandub_cpu() -> Config:
     # Brandub: 1176 actions (from-square x direction x distance), random games last about 50 moves, 200 at most.
     # CPU_TRAIN with unfinished games kept, against the preset before (batches of 256, a constant 1e-3, games
-    # dropped), 5 minutes each (29 iterations both), seed 0: head to head 0.895 [0.845, 0.930]; 198/0/2 against
-    # 177/2/21 over random, 188/6/6 against 139/0/61 over the first checkpoint (experiments/results/learns_cpu.txt).
+    # dropped), 5 minutes each, head to head from the same seed: 0.895 [0.845, 0.930] and 0.805 [0.745, 0.854] (seeds
+    # 0, 1); over random 198/0/2 and 193/0/7 against 177/2/21 and 186/1/13, over the first checkpoint 188/6/6 and
+    # 172/6/22 against 139/0/61 and 152/14/34 (experiments/results/learns_cpu.txt).
     return Config(
         game="brandub",
         num_iterations=200,

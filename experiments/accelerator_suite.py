@@ -12,7 +12,7 @@ It writes experiments/results/<device>-<date>.md and .json (--out-dir elsewhere)
 
 1. Self-play throughput, azjax beside the pgx + mctx reference of bench_selfplay.py in the same run (pgx
    installed; otherwise azjax alone): Connect Four, networks 4 x 64 and 6 x 128, games B in 256 .. 8192, 32 and
-   128 simulations, float32 and bfloat16; positions/s (median of --repeats alternating calls of --steps moves),
+   128 simulations, float32 and bfloat16; positions/s (median of 3 alternating calls of 16 moves, `FULL` below),
    simulations/s, the ratio, compile seconds. Beside each row: the network's FLOPs per position evaluation (XLA's
    cost analysis of the network lowered for the CPU, whatever the device), the FLOP rate that self-play achieves in
    network evaluations alone (FLOPs x (S + 1) evaluations per move x positions/s) and, where the device's peak is known

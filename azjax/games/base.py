@@ -16,15 +16,22 @@ Every state carries the common fields of `State` (a game's own state class usual
 * `legal_action_mask` (bool [A]): True where an action is legal. All False once the game is over.
 * `terminated` (bool []): the game is over.
 * `rewards` (float32 [2]): what each player (indexed by player id, *not* by who moved) received on the step that
-  produced this state: +1 win, -1 loss, 0 draw. Zero-sum. Non-zero only on the step that ends the game.
+  produced this state: +1 win, -1 loss, 0 draw (values in between, e.g. a scaled score, are allowed; values
+  outside [-1, 1] are not: the network's tanh value head cannot predict them). Zero-sum. Non-zero only on the step
+  that ends the game.
 
-Conventions every built-in game follows and `check_game` verifies:
+Conventions every built-in game follows and `check_game` verifies (by random play):
 
 * Terminal states are absorbing: stepping a terminated state returns it unchanged, with zero rewards.
 * An illegal action (not in `legal_action_mask`) is never silently ignored: the player who made it loses the
-  game at once (rewards -1 for the mover, +1 for the opponent) and the state is terminated.
-* Observations are from the point of view of the player to move, so one network plays both seats and every
-  value it predicts is "for the player to move".
+  game at once (rewards -1 for the mover, +1 for the opponent), and the state it leaves is terminal like any
+  other (all-False mask, absorbing).
+
+And one convention `check_game` cannot verify, since it cannot tell what a plane means: observations are from
+the point of view of the player to move (the mover's pieces first), or at least say whose turn it is. The value
+the network predicts is always "for the player to move", so one network plays both seats only if it can tell who
+that is. Every built-in game draws the board from the mover's side except Brandub, whose observation has the same
+planes for both sides (attackers, defenders, ...) plus a plane saying whose turn it is.
 """
 
 from __future__ import annotations
@@ -85,7 +92,10 @@ class Game(Generic[S]):
     `from_ascii` where the game provides it: `game.from_ascii(game.render(state))` gives back `state`.
 
     Attributes:
-      name: the registry name (with options, e.g. "gomoku(size=9)").
+      name: a display name for reports and logs, with the options that differ from the defaults (e.g.
+        "gomoku(size=9)"). It is not a name `make` accepts: build a variant with its options,
+        `make("gomoku", size=9)`, or by a registered name of its own where there is one ("gomoku9", which is also
+        how the command line, which passes no options, reaches it).
       num_actions: A, the size of the action space (legal or not).
       observation_shape: the shape of `observe(state)`, e.g. (H, W, C).
       max_length: an upper bound on the number of moves in one game.

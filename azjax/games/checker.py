@@ -19,10 +19,11 @@ on a failure).
 also steps its terminal state at least once) and checks the recorded trajectories with numpy. It runs these
 checks, roughly in this order; the name in brackets is the one an error message gives:
 
-* [static_fields] `name`, `num_actions >= 1`, `observation_shape` (a tuple of positive ints), `max_length >= 1`,
-  and callable `init`, `step`, `observe`.
-* [symmetries] every `Symmetry.action_index` is a permutation of `range(num_actions)`, and `transform` keeps the
-  observation's shape and dtype.
+* [static_fields] `name`, `num_actions >= 1`, `observation_shape` (a tuple of 1, 2 or 3 positive ints: the
+  network reads (F,) as features, (H, W) as a board of one plane and (H, W, C) as a board of C planes),
+  `max_length >= 1`, and callable `init`, `step`, `observe`.
+* [symmetries] every `Symmetry.action_index` is a permutation of `range(num_actions)` given as Python ints, and
+  `transform` keeps the observation's shape and dtype.
 * [trace] `init`, `step`, `observe` and the symmetries' `transform` trace, alone and under `jax.vmap`, and run
   under `jax.jit`; the message names the function that failed and the original error is chained (`__cause__`).
 * [state_fields] the start state has `current_player` int32 [], `legal_action_mask` bool [A], `terminated` bool []
@@ -38,9 +39,12 @@ checks, roughly in this order; the name in brackets is the one an error message 
 * [legal_mask] the legal mask is non-empty in every non-terminal state and all False in terminal ones.
 * [alternation] `current_player` is 0 or 1 and alternates on every step that does not end the game.
 * [zero_sum] `rewards[0] + rewards[1] == 0` after every step (values other than -1, 0, +1 are allowed).
+* [reward_range] every reward lies in [-1, 1]: the network's value head (a tanh) predicts values in that range
+  only, so a larger reward is a target it can never reach; scale such rewards into [-1, 1].
 * [reward_timing] rewards are zero after every step that does not end the game.
 * [absorbing] stepping a terminated state with any action changes no field and pays zero rewards.
-* [illegal_action] an illegal action in a non-terminal state ends the game: -1 for the mover, +1 for the opponent.
+* [illegal_action] an illegal action in a non-terminal state ends the game: -1 for the mover, +1 for the opponent;
+  the state it leaves has an all-False legal mask and is absorbing (stepping it changes nothing and pays zero).
 * [max_length] every game is over after `max_length` moves.
 * [symmetries] for each symmetry under which a start observation is invariant, that random game and its mirror
   image (actions mapped by `Symmetry.map_action`, from the same start) agree after every move:
@@ -51,15 +55,26 @@ checks, roughly in this order; the name in brackets is the one an error message 
   exactly the legal moves given, and (after the move given, if any) the player to move, `terminated`, the winner
   and the rewards given. This is where a game's actual rules are checked: random play cannot know them.
 
-And one warning (in `CheckReport.warnings`, and through Python's `warnings`), not an error, since some games end
-this way on purpose: when the player who made the final move lost every decisive random game, a sign that the
-reward's sign is flipped (the winner paid -1). The reverse, a final mover who never loses, is what every game whose
-winning move ends it looks like, so it is not warned about.
+And warnings (in `CheckReport.warnings`, and through Python's `warnings`), not errors, since some games end this
+way on purpose; at most one, the first that applies, of:
+
+* the player who made the final move lost every decisive random game (at least 4): a sign that the reward's sign
+  is flipped (the winner paid -1). The reverse, a final mover who never loses, is what every game whose winning
+  move ends it looks like, so it is not warned about.
+* the decisive games ended by one player's move (at least 3) all paid that player a negative reward while those
+  ended by the other's move (at least 3) all paid the other a positive one: a sign that rewards are indexed by who
+  moved (`[mover's, opponent's]`) instead of by player id.
+* one player won none of `ONE_SIDED_GAMES` (30) or more decisive random games. Under random play the weaker side of
+  every built-in game wins about 30% of the decisive games or more (player 1 in tic-tac-toe, the attackers in
+  Brandub), so that 30 or more all go one way happens at most about once in 70,000 checks of either.
 
 What it cannot check: whether the rules are the game you meant (give test positions for that); that rewards are
-from the right player's side beyond the warning above (a flipped sign in a game whose final mover may win or lose
-passes); whether observations carry enough to play well (e.g. both sides' pieces and whose turn, where it
-matters); and, for symmetries, those under which no start position is invariant (listed in the report).
+paid to the right player beyond the warnings above (a flipped sign or rewards indexed by mover can pass in a game
+whose final mover may win or lose, and in any game whose random games are seldom decisive; so can a winner's id
+that is wrong only in some positions); whether observations are from the side to move as the protocol asks
+(nothing tells the checker what a plane means) and carry enough to play well (e.g. both sides' pieces and whose
+turn, where it matters); and, for symmetries, those under which no start position is invariant (listed in the
+report).
 
 A failure raises one `GameCheckError` naming the check, the game and, where play found it, the batch element and
 the actions from `init` that reproduce it, with the code to do so::
@@ -100,6 +115,7 @@ CHECKS = (
     "legal_mask",
     "alternation",
     "zero_sum",
+    "reward_range",
     "reward_timing",
     "absorbing",
     "illegal_action",
@@ -115,6 +131,7 @@ _COMMON_FIELDS = (  # name, shape given num_actions, dtype
     ("rewards", lambda num_actions: (2,), jnp.float32),
 )
 _ATOL = 1e-5  # float comparisons: rewards, observations
+ONE_SIDED_GAMES = 30  # warn when one player wins none of at least this many decisive random games (module docstring)
 
 
 class GameCheckError(AssertionError):
@@ -275,6 +292,10 @@ class _Trajectory:
     illegal_actions: np.ndarray  # [T, B] int32: a random illegal action of state t, -1 if none or terminated
     illegal_terminated: np.ndarray  # [T, B] bool: whether that illegal action ended the game
     illegal_rewards: np.ndarray  # [T, B, 2] float32: what it paid
+    illegal_num_legal: np.ndarray  # [T, B] int32: how many actions the state it left still allows
+    illegal_first_legal: np.ndarray  # [T, B] int32: the first of them (0 if none)
+    illegal_again_changes: np.ndarray  # [T, B, L] bool: leaf l (rewards excluded) changed by stepping that state
+    illegal_again_rewards: np.ndarray  # [T, B, 2] float32: what stepping that state paid
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -297,6 +318,12 @@ def _check_static_fields(game: Game, ctx: _Context) -> None:
     shape = game.observation_shape
     if not isinstance(shape, tuple) or not all(_is_int(d) and d >= 1 for d in shape):
         problems.append(f"observation_shape must be a tuple of positive ints, got {shape!r}")
+    elif not 1 <= len(shape) <= 3:
+        problems.append(
+            f"observation_shape must have 1, 2 or 3 dimensions ((F,) features, (H, W) a board of one plane, "
+            f"(H, W, C) a board of C planes), got {shape!r} of rank {len(shape)}; the network reads no other rank: "
+            "reshape the observation, e.g. stack the extra axes into channels"
+        )
     if not _is_int(game.max_length) or game.max_length < 1:
         problems.append(f"max_length must be an int >= 1, got {game.max_length!r}")
     for field in ("init", "step", "observe"):
@@ -314,7 +341,14 @@ def _check_symmetry_tables(game: Game, ctx: _Context) -> None:
         if not isinstance(sym, Symmetry):
             raise ctx.fail("symmetries", f"symmetries[{number}] is a {type(sym).__name__}, not a Symmetry")
         index = list(sym.action_index)
-        if not all(_is_int(i) for i in index) or sorted(index) != list(range(game.num_actions)):
+        if not all(_is_int(i) for i in index):
+            bad = next(i for i in index if not _is_int(i))
+            raise ctx.fail(
+                "symmetries",
+                f"symmetries[{number}] ({sym.name!r}): action_index must be a tuple of Python ints, got an entry "
+                f"{bad!r} of type {type(bad).__name__}; write tuple(int(i) for i in ...)",
+            )
+        if sorted(index) != list(range(game.num_actions)):
             missing = sorted(set(range(game.num_actions)) - set(index))
             raise ctx.fail(
                 "symmetries",
@@ -487,6 +521,19 @@ def _absorbing_changes(before: State, after: State) -> jax.Array:
     return changed & before.terminated[:, None]
 
 
+def _forfeit_record(
+    after_illegal: State, again: State
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """What [illegal_action] needs of the states [B] an illegal action left, `after_illegal`, and of those states
+    stepped once more, `again`: the number of actions each still allows and the first of them (0 if none), int32
+    [B] each, the leaves that step changed, bool [B, L], and what it paid, float32 [B, 2]. Reduced on the device:
+    a [T, B, A] mask for games of thousands of actions (chess) would be large."""
+    mask = after_illegal.legal_action_mask
+    num_legal = jnp.sum(mask, axis=-1, dtype=jnp.int32)
+    first_legal = jnp.argmax(mask, axis=-1).astype(jnp.int32)
+    return num_legal, first_legal, _absorbing_changes(after_illegal, again), again.rewards
+
+
 def _state_record(states: State, observations: jax.Array) -> tuple[jax.Array, ...]:
     return states.current_player, states.legal_action_mask, states.terminated, states.rewards, observations
 
@@ -506,6 +553,7 @@ def _play(compiled: _Compiled, init_keys: jax.Array, noise: np.ndarray, ids: np.
     history: list[jax.Array] = []
     call = functools.partial(compiled, element=int(ids[0]), history=history)
     random_actions, absorbing_changes = jax.jit(_random_actions), jax.jit(_absorbing_changes)
+    forfeit_record = jax.jit(_forfeit_record)
     states = call("init", init_keys)
     state_records, move_records = [], []
     for move_noise in noise:
@@ -513,16 +561,18 @@ def _play(compiled: _Compiled, init_keys: jax.Array, noise: np.ndarray, ids: np.
         actions, illegal = random_actions(move_noise, states.legal_action_mask, states.terminated)
         next_states = call("step", states, actions)
         after_illegal = call("step", states, jnp.maximum(illegal, 0))
+        # The state a forfeit leaves must be absorbing too; any action tests it, and `actions` is at hand.
+        forfeit = forfeit_record(after_illegal, call("step", after_illegal, actions))
         changes = absorbing_changes(states, next_states)
-        move_records.append((actions, changes, illegal, after_illegal.terminated, after_illegal.rewards))
+        move_records.append((actions, changes, illegal, after_illegal.terminated, after_illegal.rewards, *forfeit))
         history.append(actions)
         states = next_states
     state_records.append(_state_record(states, call("observe", states)))
     state_records, move_records = jax.device_get((state_records, move_records))
     players, masks, terminated, rewards, observations = (
         np.stack(field) for field in zip(*state_records, strict=True))
-    actions, changes, illegal, illegal_terminated, illegal_rewards = (
-        np.stack(field) for field in zip(*move_records, strict=True))
+    (actions, changes, illegal, illegal_terminated, illegal_rewards, num_legal, first_legal, again_changes,
+     again_rewards) = (np.stack(field) for field in zip(*move_records, strict=True))
     return _Trajectory(
         players=players,
         masks=masks,
@@ -534,6 +584,10 @@ def _play(compiled: _Compiled, init_keys: jax.Array, noise: np.ndarray, ids: np.
         illegal_actions=illegal,
         illegal_terminated=illegal_terminated,
         illegal_rewards=illegal_rewards,
+        illegal_num_legal=num_legal,
+        illegal_first_legal=first_legal,
+        illegal_again_changes=again_changes,
+        illegal_again_rewards=again_rewards,
     )
 
 
@@ -654,6 +708,16 @@ def _check_trajectory(traj: _Trajectory, game: Game, ctx: _Context, leaf_names: 
         detail = f"rewards {rewards[t, b].tolist()} after {_moves(t)} are not finite and zero-sum"
         raise fail("zero_sum", detail, b, t)
 
+    if (hit := _first(np.any(np.abs(rewards) > 1.0 + _ATOL, axis=-1))) is not None:
+        t, b = hit
+        raise fail(
+            "reward_range",
+            f"rewards {rewards[t, b].tolist()} after {_moves(t)} lie outside [-1, 1]: the value head (a tanh) "
+            "predicts values in [-1, 1] only, so it could never learn them; pay +1 for a win, -1 for a loss, 0 "
+            "for a draw (or scale a score into [-1, 1])",
+            b, t,
+        )
+
     if (hit := _first(went_on & np.any(rewards[1:] != 0, axis=-1))) is not None:
         t, b = hit
         raise fail(
@@ -687,6 +751,32 @@ def _check_trajectory(traj: _Trajectory, game: Game, ctx: _Context, leaf_names: 
             f"the illegal action {illegal[t, b]} by player {movers[t, b]} must end the game with rewards "
             f"{loss[t, b].tolist()} (a loss for the mover); got terminated {traj.illegal_terminated[t, b]}, "
             f"rewards {traj.illegal_rewards[t, b].tolist()} (play it after the actions below)",
+            b, t,
+        )
+    forfeited = live[:-1] & (illegal >= 0)
+    if (hit := _first(forfeited & (traj.illegal_num_legal > 0))) is not None:
+        t, b = hit
+        first = int(traj.illegal_first_legal[t, b])
+        raise fail(
+            "illegal_action",
+            f"the state the illegal action {illegal[t, b]} by player {movers[t, b]} left is terminated, but its "
+            f"legal_action_mask still allows {traj.illegal_num_legal[t, b]} actions (the first: {first}, "
+            f"{_action_name(game, first)}); it must be all False, as in every terminal state "
+            "(azjax.games.resolve_step does this; play it after the actions below)",
+            b, t,
+        )
+    again_paid = np.any(traj.illegal_again_rewards != 0, axis=-1)
+    if (hit := _first(forfeited & (traj.illegal_again_changes.any(axis=-1) | again_paid))) is not None:
+        t, b = hit
+        fields = [leaf_names[i] for i in np.flatnonzero(traj.illegal_again_changes[t, b])]
+        what = (f"changed state{', state'.join(fields)}" if fields
+                else f"paid rewards {traj.illegal_again_rewards[t, b].tolist()}")
+        raise fail(
+            "illegal_action",
+            f"the state the illegal action {illegal[t, b]} by player {movers[t, b]} left is terminated but not "
+            f"absorbing: stepping it with action {actions[t, b]} {what}; a terminated state must stay unchanged "
+            "and pay zero rewards (azjax.games.resolve_step does this; play the illegal action after the actions "
+            "below)",
             b, t,
         )
 
@@ -831,11 +921,13 @@ def _check_positions(game: Game, positions: Sequence[Position], ctx: _Context) -
                 raise ctx.fail("positions", f"{where}: {field} should be {expected_value!r}, got {got_value!r}")
 
 
-def _final_mover_warnings(traj: _Trajectory, lengths: np.ndarray) -> list[str]:
-    """The warning when the player who made the final move lost every decisive random game (a flipped reward)."""
-    games = np.flatnonzero((lengths >= 1) & (lengths < traj.terminated.shape[0]))
+def _reward_warnings(traj: _Trajectory, lengths: np.ndarray) -> list[str]:
+    """The warnings of the module docstring, about rewards paid to the wrong player: at most one, the first that
+    applies of a flipped sign, rewards indexed by mover, and one player who never wins."""
+    games = np.flatnonzero((lengths >= 1) & (lengths < traj.terminated.shape[0]))  # ended, by a move
+    final = traj.rewards[lengths[games], games]  # [G, 2] by player id
     movers = traj.players[lengths[games] - 1, games]
-    paid = traj.rewards[lengths[games], games, movers]
+    paid = final[np.arange(len(games)), movers]  # what the final mover got
     decisive = paid != 0
     if decisive.sum() >= 4 and np.all(paid[decisive] < 0):
         return [
@@ -843,6 +935,26 @@ def _final_mover_warnings(traj: _Trajectory, lengths: np.ndarray) -> list[str]:
             "is the reward's sign flipped (the winner paid -1)? rewards[p] is what player p receives: +1 for the "
             "winner. Ignore this if your game's last mover loses by design (e.g. a misere game)"
         ]
+    won = [int(np.sum(decisive & (movers == p) & (paid > 0))) for p in (0, 1)]  # games ended by p, won by p
+    lost = [int(np.sum(decisive & (movers == p) & (paid < 0))) for p in (0, 1)]
+    for p in (0, 1):
+        q = 1 - p
+        if lost[p] >= 3 and won[p] == 0 and won[q] >= 3 and lost[q] == 0:
+            return [
+                f"the decisive random games ended by player {p}'s move all paid player {p} a negative reward "
+                f"({lost[p]} games), those ended by player {q}'s move all paid player {q} a positive one "
+                f"({won[q]} games): are rewards indexed by who moved ([mover's, opponent's]) instead of by player "
+                "id? rewards[p] is what player p receives, whoever moved: rewards = where(arange(2) == winner, "
+                "1.0, -1.0)"
+            ]
+    wins = [int(np.sum(final[:, p] > 0)) for p in (0, 1)]
+    for p in (0, 1):
+        if wins[p] == 0 and wins[1 - p] >= ONE_SIDED_GAMES:
+            return [
+                f"player {p} won none of the {wins[1 - p]} decisive random games (player {1 - p} won them all): are "
+                "rewards indexed by who moved, or the winner's id wrong? rewards[p] is what player p receives. "
+                f"Ignore this if player {1 - p} wins (nearly) every game even under random play"
+            ]
     return []
 
 
@@ -912,7 +1024,7 @@ def check_game(
     _check_positions(game, tuple(positions or ()), ctx)
 
     lengths = _game_lengths(first)
-    found = _final_mover_warnings(first, lengths)
+    found = _reward_warnings(first, lengths)
     for warning in found:
         warnings.warn(f"check_game({game.name!r}): {warning}", GameCheckWarning, stacklevel=2)
     final_rewards = first.rewards[lengths, np.arange(num_games)]

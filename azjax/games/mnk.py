@@ -47,7 +47,18 @@ def make_mnk_game(name: str, height: int, width: int, k: int, *, exact: bool = F
       height, width: the board's size.
       k: the length of a winning line.
       exact: only a line of exactly k stones wins; by default k or more.
+    Raises:
+      ValueError: unless height and width are positive ints and 1 <= k <= max(height, width) (a longer line
+        fits nowhere on the board, and the line tables would make every first move a win).
     """
+    sizes = {"height": height, "width": width, "k": k}
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in sizes.values()) or min(height, width) < 1:
+        raise ValueError(f"{name}: height, width and k must be whole numbers and the sizes positive, got {sizes}")
+    if not 1 <= k <= max(height, width):
+        raise ValueError(
+            f"{name}: k={k} must be from 1 to max(height, width) = {max(height, width)}, the longest line a "
+            f"{height} x {width} board holds"
+        )
     # With `exact`, each window of k cells carries its two neighbours along the line (see boards.line_windows).
     windows = boards.line_windows(height, width, k, with_ends=exact)
     return Game(

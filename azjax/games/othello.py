@@ -11,7 +11,8 @@ with more discs wins, equal counts draw. Rewards (float32 [2], by player id) are
 Actions: cell = row * size + col (row 0 at the top, named "a1" top left, as in the other board games), then one
 pass action, index size * size. Every step, passes included, hands the turn to the other player: after a move
 that leaves the opponent without a placement while the mover still has one, it is the opponent's turn with only
-the pass legal. The game is over as soon as neither side can place, without two passes first (as pgx plays it).
+the pass legal. The game is over as soon as neither side can place, without two passes first (unlike pgx's
+Othello, which plays both passes and ends the game on the second).
 
 Observation: float32 [size, size, 2] from the side to move, its own discs then the opponent's. That is the whole
 state: who must pass, and whether the game is over, follow from the discs and the side to move.
@@ -30,9 +31,10 @@ line, which `from_ascii` needs because disc counts do not tell who is to move in
      ...
     X to move
 
-The status line is one of "X to move" (followed by " (must pass)" when only the pass is legal), "X wins 36-28
-(X moved last)" / "draw 32-32 (O moved last)" after the game ended (the counts are X's then O's), or "O wins: X
-made an illegal move" after a forfeit; X and O swap as they apply.
+The status line is one of "X to move" (followed by " (must pass)" when, and only when, X has no placement but O
+has one) while the game goes on, "X wins 36-28 (X moved last)" / "draw 32-32 (O moved last)" after the game ended
+(the counts are X's then O's), or "O wins: X made an illegal move" after a forfeit; X and O swap as they apply.
+`from_ascii` raises ValueError when the status disagrees with the discs.
 """
 
 from __future__ import annotations
@@ -202,10 +204,11 @@ def _render(state: boards.BoardState, *, size: int) -> str:
 
 
 _STATUS_PATTERNS = {
-    "to_move": re.compile(r"\b([XO]) to move\b"),
+    "to_move": re.compile(r"\b([XO]) to move\b"),  # optionally followed by _MUST_PASS
     "moved_last": re.compile(r"\(([XO]) moved last\)"),
     "forfeit": re.compile(r"\b([XO]) made an illegal move\b"),
 }
+_MUST_PASS = re.compile(r"\b[XO] to move \(must pass\)")
 
 
 def _read_status(text: str) -> tuple[str, int]:
@@ -228,7 +231,8 @@ def _from_ascii(text: str, *, size: int) -> boards.BoardState:
     centre = board.reshape(size, size)[m - 1 : m + 1, m - 1 : m + 1]
     if np.any(centre == boards.EMPTY):
         raise ValueError("the four centre cells start occupied and discs are never removed, so none can be empty")
-    over = not placements(board, size, xp=np).any()
+    can_place = placements(board, size, xp=np)  # [2, N]
+    over = not can_place.any()
     if kind == "forfeit":
         if over:
             raise ValueError("neither player can place, so the game was over before any illegal move")
@@ -250,8 +254,32 @@ def _from_ascii(text: str, *, size: int) -> boards.BoardState:
             said = stated.group(1)
             raise ValueError(f"the status says {said!r}, but the discs ({num_x} X, {num_o} O) say {result!r}")
         named = 1 - named  # the player after the one who moved last
+    else:
+        _check_to_move(text, board, can_place, named, size)
     state = _state_after(board, np.int32(named), size, xp=np)
     return jax.tree.map(jnp.asarray, state)  # dtypes kept: int32, bool, bool, float32, int8
+
+
+def _check_to_move(text: str, board: np.ndarray, can_place: Board, named: int, size: int) -> None:
+    """Raises ValueError unless "X to move" (`named` to move) fits the discs, whose placements are `can_place`
+    (bool [2, N]): the game goes on, and " (must pass)" follows exactly when the player has no placement."""
+    mover = PLAYER_CHARS[named]
+    if not can_place.any():
+        num_x, num_o = _counts(board)
+        result = "X wins" if num_x > num_o else "O wins" if num_o > num_x else "draw"
+        raise ValueError(
+            f"neither player can place, so the game is over and no one is to move: write the status of a finished "
+            f"game, '{result} {num_x}-{num_o} (X moved last)' or '{result} {num_x}-{num_o} (O moved last)'"
+        )
+    must_pass = not can_place[named].any()
+    written = _MUST_PASS.search(text) is not None
+    if written and not must_pass:
+        cells = ", ".join(boards.cell_name(int(c), size, size) for c in np.flatnonzero(can_place[named]))
+        raise ValueError(
+            f"the status says {mover} must pass, but {mover} can place on {cells}; write '{mover} to move'"
+        )
+    if must_pass and not written:
+        raise ValueError(f"{mover} has no placement, so {mover} must pass: write '{mover} to move (must pass)'")
 
 
 def _action_to_string(action: int, *, size: int) -> str:

@@ -20,6 +20,7 @@ they belong to the factory, under whichever name it is asked for.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import importlib.metadata
 import importlib.util
@@ -149,8 +150,9 @@ def make(name: str, **options) -> Game:
     if entry is None:
         from azjax.games import pgx_adapter
 
-        return pgx_adapter.from_pgx(name[len(PGX_PREFIX):], **options)
-    factory = entry.factory
+        factory: Callable[..., Game] = functools.partial(pgx_adapter.from_pgx, name[len(PGX_PREFIX):])
+    else:
+        factory = entry.factory
     try:
         inspect.signature(factory).bind(**options)
     except TypeError as error:

@@ -15,7 +15,7 @@ import pytest
 
 from azjax import games
 from azjax.games import GameCheckError, Symmetry, check_game
-from azjax.games.checker import CHECKS, CheckReport
+from azjax.games.checker import CHECKS, ONE_SIDED_GAMES, CheckReport
 
 NUM_GAMES = 8
 
@@ -37,6 +37,20 @@ def _where(condition: jax.Array, if_true, if_false):
 def _wrap_step(game: games.Game, edit) -> games.Game:
     """`game` whose step returns `edit(state, action, next_state)`."""
     return dataclasses.replace(game, step=lambda state, action: edit(state, action, game.step(state, action)))
+
+
+def _illegal(state, action) -> jax.Array:
+    """Whether tic-tac-toe's `action` is illegal in a live `state` (bool [])."""
+    return ~state.legal_action_mask[jnp.clip(action, 0, 8)] & ~state.terminated
+
+
+def _on_legal_moves(game: games.Game, edit) -> games.Game:
+    """`game` whose legal moves' rewards are `edit(state, new_rewards)`; illegal moves still cost their mover."""
+    def step(state, action):
+        new = game.step(state, action)
+        return new.replace(rewards=jnp.where(_illegal(state, action), new.rewards, edit(state, new.rewards)))
+
+    return dataclasses.replace(game, step=step)
 
 
 def _assert_fails(game: games.Game, check: str, *, played: bool = True) -> GameCheckError:
@@ -100,10 +114,26 @@ def test_bad_static_fields(ttt, changes):
     _assert_fails(dataclasses.replace(ttt, **changes), "static_fields", played=False)
 
 
+@pytest.mark.parametrize("shape", [(), (3, 3, 2, 1)], ids=["rank_0", "rank_4"])
+def test_observation_of_a_rank_the_network_cannot_read(ttt, shape):
+    # observe matches the shape, so only the rank is wrong: the network reads ranks 1, 2 and 3 only.
+    observe = lambda s: jnp.broadcast_to(jnp.sum(ttt.observe(s)), shape)  # noqa: E731
+    game = dataclasses.replace(ttt, observation_shape=shape, observe=observe)
+    error = _assert_fails(game, "static_fields", played=False)
+    assert "must have 1, 2 or 3 dimensions" in str(error) and f"rank {len(shape)}" in str(error)
+
+
 def test_symmetry_index_not_a_permutation(ttt):
     bad = Symmetry("bad", lambda obs: obs, (0, 0, 2, 3, 4, 5, 6, 7, 8))
     error = _assert_fails(dataclasses.replace(ttt, symmetries=(bad,)), "symmetries", played=False)
     assert "permutation" in str(error) and "[1]" in str(error)
+
+
+def test_symmetry_index_of_jax_ints(ttt):
+    flip_lr = next(s for s in ttt.symmetries if s.name == "flip_lr")
+    bad = Symmetry("flip_lr", flip_lr.transform, jnp.asarray(flip_lr.action_index))  # type: ignore[arg-type]
+    error = _assert_fails(dataclasses.replace(ttt, symmetries=(bad,)), "symmetries", played=False)
+    assert "must be a tuple of Python ints" in str(error) and "misses" not in str(error)
 
 
 def test_symmetry_transform_changes_shape(ttt):
@@ -224,6 +254,11 @@ def test_rewards_not_zero_sum(ttt):
     _assert_fails(game, "zero_sum")
 
 
+def test_rewards_beyond_one(ttt):
+    error = _assert_fails(_on_legal_moves(ttt, lambda s, r: 2.0 * r), "reward_range")
+    assert "outside [-1, 1]" in str(error)
+
+
 def test_reward_paid_mid_game(ttt):
     def edit(state, action, new):
         bonus = (_num_stones(new) == 3) & ~new.terminated
@@ -257,6 +292,27 @@ def test_illegal_action_ignored(ttt):
     _assert_fails(_wrap_step(ttt, edit), "illegal_action")
 
 
+def test_forfeit_leaves_legal_moves(ttt):
+    # Ends the game with the right rewards, but keeps the mask of the position before the illegal action.
+    def edit(state, action, new):
+        return new.replace(legal_action_mask=jnp.where(_illegal(state, action), state.legal_action_mask,
+                                                       new.legal_action_mask))
+
+    error = _assert_fails(_wrap_step(ttt, edit), "illegal_action")
+    assert "the state the illegal action" in str(error) and "legal_action_mask still allows" in str(error)
+
+
+def test_forfeit_not_absorbing(ttt):
+    # Decides whether a game is over from the board (a line needs five stones), not from `terminated`: a forfeit
+    # within the first four moves leaves a terminated state that the next step hands to the other player.
+    def edit(state, action, new):
+        forfeited = state.terminated & (_num_stones(state) < 5)
+        return new.replace(current_player=jnp.where(forfeited, 1 - state.current_player, new.current_player))
+
+    error = _assert_fails(_wrap_step(ttt, edit), "illegal_action")
+    assert "not absorbing" in str(error) and "current_player" in str(error)
+
+
 def test_max_length_too_small(ttt):
     error = _assert_fails(dataclasses.replace(ttt, max_length=5), "max_length")
     assert len(error.actions) == 5
@@ -275,6 +331,26 @@ def test_game_that_never_ends(ttt):
         return _where(over, restart, new)
 
     _assert_fails(_wrap_step(ttt, edit), "max_length")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Warnings: rewards paid to the wrong player, which no rule forbids outright.
+
+
+def test_rewards_indexed_by_mover_are_warned_about(ttt):
+    # rewards = [mover's, opponent's]: right when player 0 wins, so player 0 seems to win every decisive game.
+    game = _on_legal_moves(ttt, lambda s, r: jnp.stack([r[s.current_player], -r[s.current_player]]))
+    with pytest.warns(games.GameCheckWarning, match="indexed by who moved"):
+        report = check_game(game, num_games=16)
+    assert report.wins[1] == 0 and "ended by player 1's move all paid player 1 a negative" in report.warnings[0]
+
+
+def test_a_player_who_never_wins_is_warned_about(ttt):
+    # Player 1's lines go unnoticed (its wins become draws), so player 0 wins every decisive game.
+    game = _on_legal_moves(ttt, lambda s, r: jnp.where(r[1] > 0, 0.0, r))
+    with pytest.warns(games.GameCheckWarning, match="player 1 won none of the .* decisive random games"):
+        report = check_game(game, num_games=64)
+    assert report.wins[1] == 0 and report.wins[0] >= ONE_SIDED_GAMES and len(report.warnings) == 1
 
 
 def test_wrong_symmetry_permutation(ttt):

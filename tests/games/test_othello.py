@@ -489,12 +489,21 @@ def test_the_game_ends_when_neither_side_can_place_though_cells_are_empty(game: 
     assert_ended(after, [1.0, -1.0])
     assert game.render(after).splitlines()[-1] == "X wins 61-2 (X moved last)"
     harness.assert_states_equal(game.from_ascii(game.render(after)), after)
-    # The same board written with a player to move is over too; the status names who moves next.
+    # The same board written with a player to move is refused: no one is to move in a finished game.
     for to_move in ("X", "O"):
-        dead = game.from_ascii(position(DEAD, to_move))
-        assert_ended(dead, [1.0, -1.0])
-        assert int(dead.current_player) == "XO".index(to_move)
+        with pytest.raises(ValueError, match=r"the game is over .* 'X wins 61-2 \(X moved last\)' or 'X wins"):
+            game.from_ascii(position(DEAD, to_move))
     harness.assert_absorbing(game, after)
+
+
+def test_from_ascii_checks_must_pass_against_the_discs(game: Game) -> None:
+    after = step(game, game.from_ascii(position(FORCED_PASS)), "h3")  # O has no placement, X has
+    board = game.render(after).removesuffix(" (must pass)")
+    assert board.endswith("O to move")
+    with pytest.raises(ValueError, match=r"O has no placement, so O must pass: write 'O to move \(must pass\)'"):
+        game.from_ascii(board)
+    with pytest.raises(ValueError, match=r"the status says X must pass, but X can place on d3, c4, f5, e6"):
+        game.from_ascii(game.render(game.init(jax.random.key(0))) + " (must pass)")
 
 
 def test_a_forfeit_renders_and_reads_back(game: Game) -> None:

@@ -2,7 +2,8 @@
 
 Input: observations float32 [B, H, W, C] (from the side to move). Output: policy logits float32 [B, A] over all
 actions (legal or not; callers mask) and a value float32 [B] in [-1, 1], the expected outcome *for the player to
-move*. Observations of rank 1 ([B, D], e.g. from a pgx game with a flat observation) are treated as [B, 1, 1, D].
+move*. Observations of rank 1 ([B, D], e.g. from a pgx game with a flat observation) are treated as [B, 1, 1, D],
+of rank 2 ([B, H, W], one plane) as [B, H, W, 1]; other ranks are refused.
 
 Batch normalisation statistics live in the "batch_stats" collection: pass `train=True` (and
 `mutable=["batch_stats"]`) when fitting, `train=False` in self-play and evaluation.
@@ -137,6 +138,22 @@ class ResidualBlock(nn.Module):
         return nn.relu(x + y)
 
 
+def _as_images(observation: jax.Array) -> jax.Array:
+    """A batch of observations [B, *obs] as images [B, H, W, C] (see the module docstring). Flax's convolution
+    would read a batch of rank-2 observations [B, H, W] as one image of B rows and W channels, mixing the batch."""
+    if observation.ndim == 2:
+        return observation[:, None, None, :]
+    if observation.ndim == 3:
+        return observation[..., None]
+    if observation.ndim == 4:
+        return observation
+    raise ValueError(
+        f"the network takes a batch of observations of rank 1, 2 or 3 ([B, D], [B, H, W] or [B, H, W, C]), got "
+        f"an array of shape {observation.shape} (observation shape {observation.shape[1:]}); give the game an "
+        "observation_shape of rank 1 to 3"
+    )
+
+
 class AlphaZeroNetwork(nn.Module):
     """The policy/value ResNet; see the module docstring for shapes and the value's perspective."""
 
@@ -153,9 +170,7 @@ class AlphaZeroNetwork(nn.Module):
     @nn.compact
     def __call__(self, observation: jax.Array, train: bool = False) -> tuple[jax.Array, jax.Array]:
         conv = functools.partial(nn.Conv, use_bias=False, dtype=self.dtype, conv_general_dilated=self.conv_fn)
-        x = observation.astype(self.dtype)
-        if x.ndim == 2:
-            x = x[:, None, None, :]
+        x = _as_images(observation.astype(self.dtype))
         norm = lambda: nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=self.dtype)  # noqa: E731
         x = conv(self.num_channels, (3, 3))(x)
         x = nn.relu(norm()(x))

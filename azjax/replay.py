@@ -1,9 +1,12 @@
 """The on-device replay buffer: a fixed-capacity ring buffer pytree with add, settle and sample.
 
-Self-play stores every position as it is played, before its game has ended: it waits in the buffer, not ready,
-until `settle` writes its game's outcome (for the position's player to move) as its value target. Only ready
-positions are sampled. Sampling applies a random board symmetry of the game to each position (observation and
-policy target together), so the network sees every orientation of what self-play produced.
+A position's value target is for its player to move: its game's outcome (+1 win, 0 draw, -1 loss) or, with
+`TrainConfig.value_target_mix` m > 0 (the CPU presets), (1 - m) x that outcome + m x the search's value of the move
+played there. Self-play (`selfplay.store_positions`) stores a position either once its game has ended, ready, or,
+with `SelfPlayConfig.keep_unfinished`, as it is played: it then waits in the buffer, not ready, until `settle`
+writes its value target. Only ready positions are sampled. Sampling applies a random board symmetry of the game
+to each position (observation and policy target together), so the network sees every orientation of what
+self-play produced.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ class Batch(struct.PyTreeNode):
 
     observation: jax.Array  # [N, *obs] float32, from the side to move
     policy_target: jax.Array  # [N, A] float32
-    value_target: jax.Array  # [N] float32, the game's outcome for the player to move
+    value_target: jax.Array  # [N] float32, for the player to move: the game's outcome, or with train.value_target_mix
+    #   m > 0, (1 - m) x the outcome + m x the search's value of the move played (see the module docstring)
     # With train.reply_policy_weight > 0: [N, A] float32, the policy target of the position that followed (the
     # opponent's reply; zeros where there is none: the game's last move, or a fast search's); else None.
     reply_target: jax.Array | None = None
@@ -38,7 +42,9 @@ class ReplayBuffer(struct.PyTreeNode):
     player: jax.Array  # [capacity] int32, the player to move at each position (whose side its value target takes)
     ready: jax.Array  # [capacity] bool, the position's value target is known (its game ended); only these are sampled
     next_index: jax.Array  # [] int32, where the next position goes
-    size: jax.Array  # [] int32, positions held (<= capacity), ready or not
+    # [] int32, rows written so far, capped at capacity: the positions held, ready or not. The library never reads it
+    # (sampling and the "replay_size" metric use `num_ready`; tests do); it stays as part of the checkpoint format.
+    size: jax.Array
 
     @property
     def capacity(self) -> int:

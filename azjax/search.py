@@ -1,4 +1,6 @@
-"""Search: the one module that calls mctx.
+"""Search: the network's search, on mctx. mctx is called here and in two other places: azjax/tree_reuse.py, which
+continues a kept tree for this search, and the UCT bot in azjax/bots.py, which searches with rollouts instead of a
+network.
 
 `make_search_fn(game, network, config)` builds a batched search over game states. The game itself is the model
 (AlphaZero, not MuZero): the tree's embeddings are game states, and the recurrent function steps the game.
@@ -17,8 +19,9 @@ Tree reuse (`SearchConfig.reuse_tree`): the search takes the tree kept from the 
 along the move played; see azjax/tree_reuse.py for how each policy treats the inherited visits.
 
 Illegal actions are masked at the root through mctx's `invalid_actions` (the inverse of `legal_action_mask`,
-inverted here and nowhere else) and inside the tree by giving them the lowest prior logit; should the tree still
-pick one, the game's own rule (an illegal move loses) makes it worthless.
+inverted where mctx is called: here for the network's search, in azjax/bots.py for the UCT bot) and inside the
+tree by giving them the lowest prior logit; should the tree still pick one, the game's own rule (an illegal move
+loses) makes it worthless.
 """
 
 from __future__ import annotations
@@ -36,8 +39,6 @@ from azjax import tree_reuse
 from azjax.config import SearchConfig
 from azjax.games import Game, State
 from azjax.networks import ApplyFn
-
-# A network applied to a batch of observations: (variables, obs [B, ...]) -> (logits [B, A], value [B]).
 
 
 class SearchOutput(struct.PyTreeNode):
@@ -168,7 +169,7 @@ def make_search_fn(
             action_value=jnp.take_along_axis(summary.qvalues, action[:, None], axis=1)[:, 0],
             network_value=value,
             network_logits=logits,
-            visit_counts=summary.visit_counts,
+            visit_counts=summary.visit_counts.astype(jnp.int32),  # mctx's summary gives the value dtype
             action_values=jnp.where(summary.visit_counts > 0, summary.qvalues, jnp.nan),
             tree=tree_reuse.searched(output.search_tree, config.num_simulations) if config.reuse_tree else None,
             search_tree=output.search_tree if return_tree else None,

@@ -1,15 +1,19 @@
 """Batched self-play under `lax.scan`, and the value targets of its trajectories.
 
 B games run in parallel for T moves. A game that ends restarts at once in its slot, so the batch stays full, and
-games carry over from one call to the next in `SelfPlayState`. Value targets are the final outcome of each
-position's game *from the point of view of the player to move in that position*.
+games carry over from one call to the next in `SelfPlayState`. A position's value target is *for the player to move
+in that position*: its game's final outcome or, with `TrainConfig.value_target_mix` m > 0 (the CPU presets), the
+blend (1 - m) x that outcome + m x the search's value of the move played there.
 
-No position is thrown away: `store_positions` puts every position into the replay buffer as it is played; those
-whose game has ended get their target at once, the others wait in the buffer (not ready to be sampled) until a
-later call sees their game end and `replay.settle` fills in the outcome. `SelfPlayState.pending` counts, per slot,
-the positions of the game in progress that wait so. A game of L recorded moves needs its positions to survive in
-the ring until it ends: with `replay_capacity >= num_games * (num_steps + max_length)` none is ever overwritten
-first (otherwise the lost ones are counted in the metrics).
+What reaches the replay buffer depends on `SelfPlayConfig.keep_unfinished`. Off (the default), `store_positions`
+stores only the positions whose game ended within the call's trajectory; the others are dropped. On, no position is
+thrown away: every position goes into the buffer as it is played; those whose game has ended get their target at
+once, the others wait in the buffer (not ready to be sampled) until a later call sees their game end and
+`replay.settle` fills in the outcome. `SelfPlayState.pending` counts, per slot, the positions of the game in
+progress that wait so (always 0 with keep_unfinished off, so that a run resumed with the other setting finds no
+stale count). A game of L recorded moves needs its positions to survive in the ring until it ends: with
+`replay_capacity >= num_games * (num_steps + max_length)` none is ever overwritten first (otherwise the lost ones
+are counted in the metrics).
 
 Playout-cap randomisation (`SelfPlayConfig.full_search_fraction` < 1, KataGo's): at each step the whole batch is
 searched either in full or with the fast search (a scalar draw, so that a fast step costs only its simulations);
@@ -43,7 +47,8 @@ class SelfPlayState(struct.PyTreeNode):
     move_number: jax.Array  # [B] int32, moves played so far in each game
     resign_disabled: jax.Array  # [B] bool, this game may not resign (measures resignation false positives)
     would_resign: jax.Array  # [B, 2] bool, a player's root value fell below the threshold in this game
-    pending: jax.Array  # [B] int32, positions of the game in progress already in replay, awaiting its outcome
+    pending: jax.Array  # [B] int32, with keep_unfinished: positions of the game in progress stored in replay, awaiting
+    #   its outcome (0 without keep_unfinished: nothing waits)
     tree: tree_reuse.KeptTree | None = None  # with reuse_tree: each game's search tree, rooted at its position
 
 
@@ -186,12 +191,15 @@ def _selfplay_step(
     fresh, fresh_move_number = new_games(reset_key, game, config)
     game_state = jax.tree.map(lambda f, n: jnp.where(_expand(done, n), f, n), fresh, next_state)
     new_disabled = jax.random.uniform(resign_key, done.shape) < config.resign_disabled_fraction
+    # Only keep_unfinished stores a game's positions before it ends; counting them otherwise would make a run resumed
+    # with keep_unfinished settle ring rows that hold other games' positions, or none (see store_positions).
+    pending = jnp.where(done, 0, carry.pending + 1) if config.keep_unfinished else jnp.zeros_like(carry.pending)
     carry = SelfPlayState(
         game_state=game_state,
         move_number=jnp.where(done, fresh_move_number, carry.move_number + 1),
         resign_disabled=jnp.where(done, new_disabled, carry.resign_disabled),
         would_resign=would_resign & ~done[:, None],
-        pending=jnp.where(done, 0, carry.pending + 1),
+        pending=pending,
         tree=_next_tree(carry.tree, searched, done),
     )
     return carry, record
@@ -221,7 +229,8 @@ def _expand(mask: jax.Array, like: jax.Array) -> jax.Array:
 class ValueTargets(struct.PyTreeNode):
     """The outcomes a trajectory [T, B] reveals, all per player id or for the player to move."""
 
-    value_target: jax.Array  # [T, B] float32, the outcome for the position's player to move (+1 win, -1 loss)
+    value_target: jax.Array  # [T, B] float32, the game's outcome for the position's player to move (+1 win, 0 draw,
+    #   -1 loss), unblended: with train.value_target_mix > 0, store_positions mixes in the search's value
     value_mask: jax.Array  # [T, B] bool, the position's game ended within the trajectory (else no target yet)
     carried_outcome: jax.Array  # [B, 2] float32, per player id: the outcome of each slot's game at t = 0 ...
     carried_ended: jax.Array  # [B] bool, ... if that game ended within the trajectory
@@ -229,7 +238,8 @@ class ValueTargets(struct.PyTreeNode):
 
 def compute_value_targets(trajectory: Trajectory) -> ValueTargets:
     """The final outcome of each position's game, for the player to move there, where the game ended within the
-    trajectory; and the outcome of the game each slot held at its start (whose earlier positions wait in replay).
+    trajectory; and the outcome of the game each slot held at its start (whose earlier positions, with
+    keep_unfinished, wait in replay).
 
     A reverse scan over [T, B] accumulates each game's per-player return (the rewards of the move that ends the
     game; nothing carries back across a game's end, so games that end and restart within the scan stay apart).
@@ -263,20 +273,24 @@ def store_positions(
     buffer: replay.ReplayBuffer, trajectory: Trajectory, pending: jax.Array, max_length: int, *,
     keep_unfinished: bool = True, value_target_mix: float = 0.0,
 ) -> tuple[replay.ReplayBuffer, dict]:
-    """Puts every position of `trajectory` [T, B] into `buffer` and settles every game that ended in it.
+    """Puts the positions of `trajectory` [T, B] into `buffer` and settles every game that ended in it.
 
-    The positions go in time-major order (position (t, b) at ring index next_index + t * B + b), those whose game
-    ended within the trajectory ready with their target. Every call adds exactly T * B rows, so a position of
+    With `keep_unfinished` (`SelfPlayConfig.keep_unfinished`; this function's default, not the config's) every
+    position goes in, in time-major order (position (t, b) at ring index next_index + t * B + b), those whose game
+    ended within the trajectory ready with their target. Every such call adds exactly T * B rows, so a position of
     slot b played k steps before the trajectory sits at ring index next_index - k * B + b: the game each slot held
     at t = 0 has its `pending` (the `SelfPlayState.pending` before the call) earlier positions there, and if it
     ended they are settled with its outcome. `max_length` (the game's) bounds `pending`.
 
-    With `keep_unfinished=False` (`SelfPlayConfig.keep_unfinished`) only the positions whose game ended within
-    the trajectory are stored, and the others are dropped.
+    With `keep_unfinished=False` only the positions whose game ended within the trajectory are stored (packed in
+    time-major order, ready), the others are dropped, and `pending` is not read. Self-play without
+    keep_unfinished keeps `pending` at 0, so a run may switch the setting between calls (on a resume); positions
+    still waiting when it is switched off are never settled, and never sampled.
 
-    `value_target_mix` m (`TrainConfig.value_target_mix`) makes each value target (1 - m) x the outcome + m x the
-    search's value of the move played there (`Trajectory.action_value`); both are for the position's player to
-    move. A position that waits for its game's end holds that search value as its value target until settled.
+    A value target is the outcome of the position's game for its player to move (+1 win, 0 draw, -1 loss);
+    `value_target_mix` m > 0 (`TrainConfig.value_target_mix`) makes it (1 - m) x that outcome + m x the search's
+    value of the move played there (`Trajectory.action_value`, for the same player). A position that waits for its
+    game's end holds that search value as its value target until settled.
 
     If `buffer` holds reply targets (`replay.init_replay(..., reply_targets=True)`), each position gets
     `reply_targets(trajectory)`'s; if it holds policy surprise (`surprise=True`), `Trajectory.policy_surprise`.

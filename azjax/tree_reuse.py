@@ -18,7 +18,10 @@ Node indices. mctx gives the node a simulation creates the index `sim + 1`. A ke
 0 .. nodes - 1 of its game (the new root at 0, then its descendants in their old order, so parents stay before
 children); the new simulations start after the largest kept subtree in the batch, so every game's new nodes are
 free slots. A subtree larger than `capacity - num_simulations` nodes keeps its first nodes in creation order (the
-shallow, often visited ones); a kept node whose child was cut off sees that child as unvisited again.
+shallow, often visited ones); a kept node whose child was cut off sees that child as unvisited again. `follow`
+leaves that room for the `num_simulations` it was given; a kept tree that has less room for a search's simulations
+(kept for a search with fewer, e.g. restored from a checkpoint of a run with fewer simulations) is forgotten by
+that search: the game's search starts fresh.
 
 Policies.
 * PUCT (`mctx.muzero_policy`) accumulates visits naturally: the root's inherited visits count in its visit
@@ -191,7 +194,9 @@ def _descendants(parents: jax.Array, node: jax.Array) -> jax.Array:
 def puct_policy(*, kept: KeptTree | None, capacity: int, **policy_kwargs: Any) -> mctx.PolicyOutput:
     """`mctx.muzero_policy(**policy_kwargs)` continuing `kept` (None: every game starts fresh) in a tree of
     `capacity` nodes. `root` must be the positions that `kept`'s roots stand for. With nothing kept and capacity
-    num_simulations + 1 the result equals mctx's bit for bit."""
+    num_simulations + 1 the result equals mctx's bit for bit. A game whose kept tree leaves no room for the
+    simulations starts fresh (see the module docstring)."""
+    kept = _with_room(kept, capacity, policy_kwargs["num_simulations"])
     loop = _loop_fn(kept, capacity, policy_kwargs["num_simulations"])
     return mctx.muzero_policy(**policy_kwargs, loop_fn=loop)
 
@@ -214,7 +219,8 @@ def gumbel_policy(
     """Gumbel MuZero (the arguments of `mctx.gumbel_muzero_policy`) continuing `kept` in a tree of `capacity`
     nodes: sequential halving over the new simulations, values from the whole tree (see the module docstring).
     With nothing kept and capacity num_simulations + 1 the result equals `mctx.gumbel_muzero_policy`'s bit for
-    bit."""
+    bit. A game whose kept tree leaves no room for the simulations starts fresh (see the module docstring)."""
+    kept = _with_room(kept, capacity, num_simulations)
     prior_logits = _mask_invalid(root.prior_logits, invalid_actions)
     root = root.replace(prior_logits=prior_logits)
     rng_key, gumbel_key = jax.random.split(rng_key)
@@ -265,6 +271,15 @@ def _mask_invalid(logits: jax.Array, invalid_actions: jax.Array) -> jax.Array:
     """mctx's masking of a policy's root logits: shifted to a maximum of 0, invalid ones the lowest float."""
     logits = logits - jnp.max(logits, axis=-1, keepdims=True)
     return jnp.where(invalid_actions, jnp.finfo(logits.dtype).min, logits)
+
+
+def _with_room(kept: KeptTree | None, capacity: int, num_simulations: int) -> KeptTree | None:
+    """`kept` less the games whose tree is too large to take `num_simulations` new nodes in `capacity`: the new
+    simulations start after the largest kept tree, and past the last node mctx's writes would be dropped and its
+    reads clamped, a corrupted tree."""
+    if kept is None:
+        return None
+    return forget(kept, kept.nodes > capacity - num_simulations)
 
 
 def _loop_fn(kept: KeptTree | None, capacity: int, num_simulations: int) -> Callable:

@@ -156,6 +156,27 @@ def test_flat_observations_are_accepted():
     assert logits.shape == (3, 4) and value.shape == (3,)
 
 
+def test_rank_2_observations_are_one_plane_boards_and_batch_elements_stay_independent():
+    network = make_network(TINY, 9)
+    shapes = jax.eval_shape(lambda: init_variables(network, jax.random.key(0), (3, 3)))
+    assert shapes["params"]["Conv_0"]["kernel"].shape == (3, 3, 1, TINY.num_channels)  # read as [B, 3, 3, 1]
+    rng = np.random.default_rng(0)
+    variables = jax.tree.map(lambda s: (0.3 * rng.standard_normal(s.shape)).astype(s.dtype), shapes)
+    variables["batch_stats"] = jax.tree.map(np.abs, variables["batch_stats"])  # variances must be positive
+    observations = rng.binomial(1, 0.5, (4, 3, 3)).astype(np.float32)
+    apply = jax.jit(functools.partial(network.apply, train=False))
+    logits, value = apply(variables, observations)
+    logits_one, value_one = apply(variables, observations[:1])
+    assert logits.shape == (4, 9) and value.shape == (4,)
+    np.testing.assert_allclose(logits_one[0], logits[0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(value_one[0], value[0], rtol=1e-5, atol=1e-5)
+
+
+def test_observations_of_rank_4_are_refused():
+    with pytest.raises(ValueError, match=r"rank 1, 2 or 3.*\(2, 3, 3, 1\)"):
+        init_variables(make_network(TINY, 9), jax.random.key(0), (2, 3, 3, 1))
+
+
 @pytest.mark.parametrize("pooling", [False, True])
 def test_global_pooling_lets_one_block_see_the_whole_board(pooling):
     """A 3x3 block sees 2 cells away; with global pooling, a stone in one corner of a 9x9 board changes the far

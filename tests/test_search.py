@@ -385,6 +385,7 @@ def test_return_tree_gives_mctx_tree_of_the_same_search(policy):
     size = len(batch.kinds)
     assert tree.node_visits.shape == (size, NUM_SIMULATIONS + 1)
     np.testing.assert_array_equal(tree.children_visits[:, 0], out.visit_counts)
+    assert out.visit_counts.dtype == np.int32  # as documented (mctx's summary gives them as float32)
     np.testing.assert_array_equal(tree.node_visits[:, 0], NUM_SIMULATIONS + 1)  # the root and each simulation
     np.testing.assert_array_equal(tree.root_invalid_actions, ~batch.legal)
     if policy == "gumbel":  # the root noise that chose the considered actions, one per game and action

@@ -450,6 +450,52 @@ def test_dropping_unfinished_games_keeps_only_positions_of_games_that_ended(tiny
     np.testing.assert_array_equal(np.asarray(buffer.data.value_target)[:size], expected_targets)
 
 
+def random_search(variables, key, states, move_number, kept=None) -> SearchOutput:
+    """A search that plays a uniformly random legal move (cheap to compile), with it as the policy target."""
+    del variables, move_number, kept
+    legal = states.legal_action_mask
+    action = jax.random.categorical(key, jnp.where(legal, 0.0, -jnp.inf)).astype(jnp.int32)
+    zeros = jnp.zeros(action.shape, jnp.float32)
+    return SearchOutput(
+        action=action, policy_target=jax.nn.one_hot(action, legal.shape[-1]), root_value=zeros, action_value=zeros,
+        network_value=zeros, network_logits=jnp.zeros(legal.shape, jnp.float32),
+        visit_counts=jnp.zeros(legal.shape, jnp.int32), action_values=jnp.zeros(legal.shape, jnp.float32))
+
+
+def test_switching_keep_unfinished_on_at_a_resume_settles_only_positions_it_stored(tiny_config):
+    """Self-play without keep_unfinished stores only finished games and counts nothing as pending, so a run resumed
+    with keep_unfinished (the same games going on) neither overwrites a stored row nor makes an unwritten one
+    ready: what it stores afterwards matches the value targets of its own trajectories, as a fresh run's."""
+    game = make_components(tiny_config).game
+    buffer = replay.init_replay(game, 4096)
+    state = init_selfplay(jax.random.key(4), game, tiny_config.selfplay)
+    def play_and_store(key, state, buffer, *, keep):
+        config = dataclasses.replace(tiny_config.selfplay, num_steps=3, keep_unfinished=keep)
+        next_state, trajectory = run_selfplay(key, {}, state, game=game, search_fn=random_search, config=config)
+        stored, _ = store_positions(buffer, trajectory, state.pending, game.max_length, keep_unfinished=keep)
+        return next_state, stored, trajectory
+
+    step = {keep: jax.jit(functools.partial(play_and_store, keep=keep)) for keep in (False, True)}
+    after = []  # the trajectories played with keep_unfinished on
+    for call, keep in enumerate([False, False, True, True]):
+        if keep and not after:  # the switch: what the run stored without keep_unfinished
+            before = jax.device_get(buffer)
+            assert not np.any(np.asarray(state.pending)) and np.any(np.asarray(state.move_number) > 0)
+        state, buffer, trajectory = step[keep](jax.random.key(10 + call), state, buffer)
+        if keep:
+            after.append(jax.device_get(trajectory))
+    stored = int(before.next_index)
+    assert 0 < stored == int(before.num_ready)
+    np.testing.assert_array_equal(np.asarray(buffer.data.value_target)[:stored], before.data.value_target[:stored])
+    np.testing.assert_array_equal(np.asarray(buffer.ready)[:stored], True)
+    whole = jax.tree.map(lambda *xs: np.concatenate(xs), *after)  # [2 T, B], stored in time-major order
+    target, mask = reference_value_targets(whole.terminated, whole.rewards, whole.current_player)
+    end = stored + mask.size
+    np.testing.assert_array_equal(np.asarray(buffer.ready)[stored:end], mask.reshape(-1))
+    np.testing.assert_array_equal(np.asarray(buffer.data.value_target)[stored:end][mask.reshape(-1)], target[mask])
+    assert not np.any(np.asarray(buffer.ready)[end:])  # never written: never ready
+
+
 @pytest.mark.parametrize("keep_unfinished", [True, False])
 def test_stored_positions_carry_their_reply_targets(tiny_config, keep_unfinished):
     """A buffer made with reply_targets=True receives each stored position's reply target beside its policy

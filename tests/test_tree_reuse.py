@@ -210,6 +210,40 @@ def test_a_kept_tree_must_have_the_capacity(setting):
         run(setting, states, jax.random.key(0), "puct", capacity=NUM_SIMULATIONS)
 
 
+@pytest.mark.parametrize("policy", POLICIES)
+def test_a_kept_tree_without_room_for_the_simulations_is_forgotten(setting, policy):
+    """A tree kept for a search with fewer simulations (a checkpoint resumed with more, tree_capacity fixed) may
+    leave less room than this search's simulations need: those games start fresh, the others continue theirs."""
+    game, states = setting[0], setting[3]
+    capacity = 3 * NUM_SIMULATIONS
+    first = run(setting, states, jax.random.key(4), policy, capacity=capacity)
+    # Game 0 follows its least visited move (a small subtree), the others their most visited.
+    visits = np.where(np.asarray(states.legal_action_mask), np.asarray(first.search_tree.children_visits[:, 0]), 0)
+    action = np.argmax(visits, axis=-1)
+    action[0] = np.argmin(np.where(visits[0] > 0, visits[0], 99))
+    kept = tree_reuse.follow(tree_reuse.searched(first.search_tree, NUM_SIMULATIONS), jnp.asarray(action))
+    nodes = np.asarray(kept.nodes)
+    room = int(nodes.min())
+    too_large = nodes > room
+    assert too_large.any() and room >= 1
+    after = jax.vmap(game.step)(states, jnp.asarray(action))
+    simulations = capacity - room  # more than the NUM_SIMULATIONS the tree was kept for
+    kwargs = policy_kwargs(setting, after, jax.random.key(5), policy)
+    kwargs["num_simulations"] = simulations
+    reusing = tree_reuse.gumbel_policy if policy == "gumbel" else tree_reuse.puct_policy
+    tree = jax.device_get(reusing(kept=kept, capacity=capacity, **kwargs).search_tree)
+    inherited = np.asarray(kept.tree.node_visits[:, 0])
+    np.testing.assert_array_equal(tree.node_visits[:, 0], np.where(too_large, 0, inherited) + simulations + too_large)
+    # Every simulation made a node of its own, none past the last one (where writes would be dropped), and every
+    # node's children point back at it.
+    np.testing.assert_array_equal(np.sum(tree.node_visits > 0, axis=1), np.where(too_large, 1, nodes) + simulations)
+    for b in range(NUM_GAMES):
+        for node in range(capacity):
+            for a in np.flatnonzero(tree.children_index[b, node] >= 0):
+                child = tree.children_index[b, node, a]
+                assert child < capacity and tree.parents[b, child] == node and tree.action_from_parent[b, child] == a
+
+
 # --------------------------------------------------------------------------------------------------------------
 # The search function, the config, self-play and checkpoints
 

@@ -26,6 +26,7 @@ wrong and what to do.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -34,6 +35,7 @@ import zlib
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
 
@@ -56,9 +58,9 @@ RESUMABLE_VERSION = 2  # older checkpoints still load their network (eval, play,
 # The metric whose highest value marks the best checkpoint, kept beside the last k. A run that never logs it
 # keeps the last k only.
 DEFAULT_BEST_METRIC = "eval/score"
-# Config fields a checkpoint's arrays depend on (or that name the run): a run resumes only with the same values.
-# Other fields (learning rate, search, ...) may change on resume.
-STRUCTURAL_FIELDS = ("game", "seed", "network.", "selfplay.num_games", "train.replay_capacity", "train.optimizer")
+# Config fields that name a run: it resumes only with the same values. Any other field may change on resume as
+# long as the checkpoint's arrays keep their layout (`compare_configs`).
+IDENTITY_FIELDS = ("game", "seed")
 
 _TEMPORARY_MARKERS = (".orbax-checkpoint-tmp", ".deleting", ".tmp-", ".staging")
 
@@ -70,20 +72,63 @@ _TEMPORARY_MARKERS = (".orbax-checkpoint-tmp", ".deleting", ".tmp-", ".staging")
 def compare_configs(saved: config_lib.Config, requested: config_lib.Config) -> tuple[list[str], list[str]]:
     """The fields that differ between a checkpoint's config and a requested one, as "name: saved -> requested".
 
-    Returns (structural, other): structural differences (`STRUCTURAL_FIELDS`) make the checkpoint unusable with
-    `requested`; the others (learning rate, search settings, ...) only change how training goes on. The number of
-    iterations is not reported: a run may always be extended.
+    Returns (structural, other). Structural differences make the checkpoint unusable with `requested`: a field
+    that names the run (`IDENTITY_FIELDS`), or one that changes the layout of the checkpoint's arrays (tree
+    structure, shapes or dtypes of `checkpoint_layout`: the network's architecture, the number of games, the
+    replay capacity, the optimizer, the replay's reply targets and surprise, ...). Where the layouts differ, the
+    fields that change it on their own are named, else every differing one. The others (learning rate, search
+    settings, compute dtype, ...) only change how training goes on. The number of iterations is not reported: a
+    run may always be extended. Traces both configs' initialisation (no compilation, no arrays).
     """
     old, new = _flatten(config_lib.to_dict(saved)), _flatten(config_lib.to_dict(requested))
-    structural: list[str] = []
-    other: list[str] = []
-    for name in sorted(old.keys() | new.keys()):
-        if name == "num_iterations" or old.get(name) == new.get(name):
-            continue
-        line = f"{name}: {old.get(name)!r} -> {new.get(name)!r}"
-        is_structural = any(name == f or (f.endswith(".") and name.startswith(f)) for f in STRUCTURAL_FIELDS)
-        (structural if is_structural else other).append(line)
-    return structural, other
+    changed = [name for name in sorted(old.keys() | new.keys())
+               if name != "num_iterations" and old.get(name) != new.get(name)]
+    structural = {name for name in changed if name in IDENTITY_FIELDS}
+    if changed and not structural and not _same_layout(saved, requested):
+        structural = {name for name in changed if not _same_layout(saved, _with_field(saved, name, new[name]))}
+        structural = structural or set(changed)  # no single field explains it: name them all
+    lines = {name: f"{name}: {old.get(name)!r} -> {new.get(name)!r}" for name in changed}
+    return ([lines[n] for n in changed if n in structural], [lines[n] for n in changed if n not in structural])
+
+
+def check_resumable(saved: config_lib.Config, requested: config_lib.Config, run_dir: Path, step: int) -> list[str]:
+    """Raises CheckpointError unless the checkpoint of iteration `step` in `run_dir`, saved with `saved`, can go
+    on as `requested` (`compare_configs`); returns the other differences, as "name: saved -> requested"."""
+    structural, other = compare_configs(saved, requested)
+    if structural:
+        raise CheckpointError(
+            f"{Path(run_dir) / CHECKPOINT_DIR / str(step)} is a checkpoint of another game, seed or array layout "
+            f"({'; '.join(structural)}, as checkpoint -> requested); resume the run with its own settings (`azjax "
+            f"train --out {run_dir}` without --game, --preset or --config takes them from it), or pass a new --out "
+            "directory"
+        )
+    return other
+
+
+def checkpoint_layout(config: config_lib.Config):
+    """The structure, shapes and dtypes of the arrays a checkpoint of `config` holds (its "model" and "run"
+    items, as jax.ShapeDtypeStruct), without computing them. Kept search trees are not part of it: they are a
+    cache, restored only where they fit."""
+    return jax.eval_shape(lambda: _split(init_run_state(config)))
+
+
+def _same_layout(a: config_lib.Config, b: config_lib.Config) -> bool:
+    try:
+        layouts = checkpoint_layout(a), checkpoint_layout(b)
+    except config_lib.ConfigError:
+        return False  # `b` is one field of a config swapped into another's, invalid on its own: not alike
+    # The tree structures as text: jaxlib's type stubs leave PyTreeDef's own == untyped.
+    left, right = ((str(treedef), [(x.shape, x.dtype) for x in leaves])
+                   for leaves, treedef in map(jax.tree_util.tree_flatten, layouts))
+    return left == right
+
+
+def _with_field(config: config_lib.Config, name: str, value) -> config_lib.Config:
+    """`config` with the dotted field `name` set to `value`, unvalidated."""
+    section, _, field = name.rpartition(".")
+    if not section:
+        return dataclasses.replace(config, **{field: value})
+    return dataclasses.replace(config, **{section: dataclasses.replace(getattr(config, section), **{field: value})})
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -166,7 +211,11 @@ class CheckpointManager:
                 "newer azjax wrote it; its files are untouched: upgrade azjax to read it"
             ) from None
         except config_lib.ConfigError as error:
-            raise self._unreadable(step, f"its saved config is invalid ({error})") from None
+            # Its files passed their checksums: an azjax whose checks allowed that value wrote it. Keep it.
+            raise CheckpointError(
+                f"{self._step_dir(step)} was saved with a config this azjax rejects ({error}), so another azjax "
+                "version wrote it; its files are untouched: keep it, and read it with the azjax that wrote it"
+            ) from None
 
     def save(self, run_state: RunState, config: config_lib.Config, metrics: dict | None = None) -> Path:
         """Saves the run state under its iteration number, then drops checkpoints no longer kept.
@@ -219,12 +268,7 @@ class CheckpointManager:
         """The run state of the latest checkpoint (or of `step`), checked against `config` and its manifest."""
         step = self._resolve(step)
         saved = self.config(step)
-        structural, _ = compare_configs(saved, config)
-        if structural:
-            raise CheckpointError(
-                f"{self._step_dir(step)} is a checkpoint of a different game or network "
-                f"({'; '.join(structural)}); restore it with its own config ({self.run_dir / CONFIG_FILE})"
-            )
+        check_resumable(saved, config, self.run_dir, step)
         version = self.meta(step).get("version", 0)
         if version < RESUMABLE_VERSION:
             raise CheckpointError(
@@ -241,6 +285,8 @@ class CheckpointManager:
         )
         key_impl = self.meta(step).get("key_impl")  # None for checkpoints older than this field: the default
         games = run["selfplay"]
+        if not saved.selfplay.keep_unfinished:  # azjax before 934dcbe counted positions it never stored: none wait
+            games = games.replace(pending=jnp.zeros_like(games.pending))
         if fresh.selfplay.tree is not None:
             num_actions = fresh.selfplay.tree.tree.children_index.shape[-1]
             games = games.replace(tree=self._restore_trees(step, saved, config, games, num_actions))
@@ -393,9 +439,7 @@ def restore_model(
         )
     manager = CheckpointManager(path, best_metric=best_metric)
     if best_metric is not None:
-        iteration = manager.best_step()
-        if iteration is None:
-            raise CheckpointError(f"no checkpoint of {path} has the metric {best_metric!r}; drop --best")
+        iteration = _best_step(manager)
     return manager.restore_model(iteration)
 
 
@@ -427,9 +471,7 @@ def export_model(
         raise CheckpointError(f"{run_dir} does not exist or is not a directory; pass the --out directory of a run")
     manager = CheckpointManager(run_dir, best_metric=best_metric)
     if best_metric is not None:
-        iteration = manager.best_step()
-        if iteration is None:
-            raise CheckpointError(f"no checkpoint of {run_dir} has the metric {best_metric!r}; drop --best")
+        iteration = _best_step(manager)
     step = manager._resolve(iteration)
     config, variables = manager.restore_model(step)
     info = {
@@ -461,6 +503,14 @@ def export_model(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return info
+
+
+def _best_step(manager: CheckpointManager) -> int:
+    """The iteration of the manager's best checkpoint by its `best_metric`; CheckpointError if none has it."""
+    step = manager.best_step()
+    if step is None:
+        raise CheckpointError(f"no checkpoint of {manager.run_dir} has the metric {manager.best_metric!r}; drop --best")
+    return step
 
 
 def _restore_export(path: Path) -> tuple[config_lib.Config, dict]:

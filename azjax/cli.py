@@ -19,6 +19,7 @@ import dataclasses
 import datetime
 import io
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -78,7 +79,10 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--preset", choices=["cpu", "gpu"], help="the game's preset config (default: cpu)")
     train.add_argument("--config", type=Path, help="start from this config.json (e.g. a run's) instead of a preset")
     train.add_argument("--out", type=Path, help="the run directory (default: runs/GAME-DATE-TIME); if it holds a "
-                       "run, that run resumes from its last checkpoint with its own config.json")
+                       "run, that run resumes from its last checkpoint with its own config (its config.json, else "
+                       "its latest checkpoint's) and the overrides given here; with --game, --preset or --config "
+                       "their config replaces the run's (none of the run's own settings are kept) and must fit the "
+                       "run's checkpoints")
     train.add_argument("--iterations", type=int, help="stop after this many iterations in total, counting those "
                        "of a resumed run (sets num_iterations; default: the preset's or the run's)")
     train.add_argument("--seconds", type=float, help="stop after this many seconds of training (wall clock)")
@@ -156,7 +160,8 @@ def _add_eval_and_play(commands) -> None:
         help="play agents against each other: results with 95%% intervals and an Elo table",
         description="Play two or more agents against each other, every pair (a round robin), half the games in "
         "each seat. Prints wins/draws/losses, the score with its 95% Wilson interval and the Elo difference per "
-        "pairing, then a maximum-likelihood Elo table with the random agent at 0. Agents: " + _AGENT_HELP + ".",
+        "pairing, then a maximum-likelihood Elo table with random (else the first agent) at 0. Agents: "
+        + _AGENT_HELP + ".",
     )
     evaluate.add_argument("agents", nargs="+", metavar="AGENT", help="two or more agents (see above)")
     evaluate.add_argument("--game", help="the game (default: the runs' game, else tic_tac_toe): " + _GAME_HELP)
@@ -376,10 +381,11 @@ def _play(args: argparse.Namespace) -> int:
 
 
 def _config_from_args(args: argparse.Namespace):
+    from azjax import checkpointing, rundir
     from azjax import config as config_lib
-    from azjax import rundir
 
     run_config = None if args.out is None else args.out / rundir.CONFIG_FILE
+    latest = None if args.out is None else checkpointing.latest_iteration(args.out)
     game, preset = args.game or "tic_tac_toe", args.preset or "cpu"
     if args.config is not None:
         origin = f"from {args.config}"
@@ -394,6 +400,9 @@ def _config_from_args(args: argparse.Namespace):
     elif args.game is None and args.preset is None and run_config is not None and run_config.is_file():
         config = rundir.read_config(args.out)  # resuming: the run's own settings, then any overrides
         origin = f"the run's own, from {run_config}"
+    elif args.game is None and args.preset is None and latest is not None:
+        config = checkpointing.CheckpointManager(args.out).config(latest)  # config.json lost: the checkpoint's
+        origin = f"the run's own, from its checkpoint of iteration {latest} ({run_config} is missing)"
     else:
         config = config_lib.get_config(game, preset)
         origin = config_lib.preset_origin(game, preset)
@@ -492,8 +501,8 @@ def _train(args: argparse.Namespace) -> int:
     except (config_lib.ConfigError, games.GameNotFoundError) as error:
         print(f"azjax train: error: {error}", file=sys.stderr)
         return 2
-    if args.seconds is not None and args.seconds <= 0:
-        print("azjax train: error: --seconds must be > 0", file=sys.stderr)
+    if args.seconds is not None and not (math.isfinite(args.seconds) and args.seconds > 0):
+        print(f"azjax train: error: --seconds must be a finite number > 0, got {args.seconds}", file=sys.stderr)
         return 2
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     run_dir = args.out or Path("runs") / f"{_file_name(config.game)}-{stamp}"
@@ -605,6 +614,13 @@ def main(argv: list[str] | None = None) -> int:
     except (CheckpointError, ConfigError, SpecError, GameNotFoundError) as error:  # fixable: one line, no traceback
         print(f"azjax {args.command}: error: {error}", file=sys.stderr)
         return 2
+    except RuntimeError as error:
+        from azjax.solver.connect_four import SolveTimeout  # late: it imports numba, and only a match raises it
+
+        if not isinstance(error, SolveTimeout):
+            raise
+        print(f"azjax {args.command}: error: {error}", file=sys.stderr)  # the message says what to do
+        return 1
     except KeyboardInterrupt:
         print(f"azjax {args.command}: interrupted", file=sys.stderr)
         return 130

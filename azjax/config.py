@@ -8,6 +8,7 @@ command line's `--search.num_simulations 64` does.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import types
@@ -125,6 +126,7 @@ class Config:
         from azjax import games  # late: config must not build games at import time
 
         _check_types(self)
+        _check_finite(self)
         try:
             games.check_known(self.game)
         except games.GameNotFoundError as error:
@@ -151,8 +153,19 @@ class Config:
             )
         if not self.search.value_scale > 0:
             raise ConfigError(f"search.value_scale must be > 0 (mctx's default is 0.1), got {self.search.value_scale}")
+        if not self.search.gumbel_scale >= 0:
+            raise ConfigError(f"search.gumbel_scale must be >= 0 (0: no root noise), got {self.search.gumbel_scale}")
+        # mctx draws the Dirichlet noise even when its fraction is 0, and a concentration <= 0 makes it NaN.
+        if not self.search.dirichlet_alpha > 0:
+            raise ConfigError(f"search.dirichlet_alpha must be > 0 (AlphaZero: 0.3 for chess, 0.03 for Go), got "
+                              f"{self.search.dirichlet_alpha}")
         if not 0.0 <= self.search.dirichlet_fraction <= 1.0:
             raise ConfigError("search.dirichlet_fraction must lie in [0, 1]")
+        # PUCT's exploration weight is pb_c_init + log((N + pb_c_base + 1) / pb_c_base): positive only with both > 0.
+        for name in ("pb_c_init", "pb_c_base"):
+            if not getattr(self.search, name) > 0:
+                raise ConfigError(f"search.{name} must be > 0 (AlphaZero's {getattr(SearchConfig, name)}), got "
+                                  f"{getattr(self.search, name)}")
         _positive(self.selfplay, "num_games", "selfplay.")
         _positive(self.selfplay, "num_steps", "selfplay.")
         if self.selfplay.opening_moves < 0:
@@ -178,8 +191,8 @@ class Config:
         _positive(self.train, "batch_size", "train.")
         _positive(self.train, "num_sgd_steps", "train.")
         _positive(self.train, "replay_capacity", "train.")
-        if self.train.learning_rate <= 0:
-            raise ConfigError("train.learning_rate must be > 0")
+        if not self.train.learning_rate > 0:
+            raise ConfigError(f"train.learning_rate must be > 0, got {self.train.learning_rate}")
         _choice(self.train.lr_schedule, ("constant", "cosine"), "train.lr_schedule")
         _choice(self.train.optimizer, ("adam", "adamw", "sgd"), "train.optimizer")
         if not 0.0 <= self.train.value_target_mix <= 1.0:
@@ -187,7 +200,9 @@ class Config:
                 "train.value_target_mix must be in [0, 1] (0: the game's outcome alone), "
                 f"got {self.train.value_target_mix}"
             )
-        if self.train.reply_policy_weight < 0:
+        if not self.train.value_loss_weight >= 0:
+            raise ConfigError(f"train.value_loss_weight must be >= 0, got {self.train.value_loss_weight}")
+        if not self.train.reply_policy_weight >= 0:
             raise ConfigError(
                 "train.reply_policy_weight must be >= 0 (0: no opponent-reply head), "
                 f"got {self.train.reply_policy_weight}"
@@ -197,7 +212,7 @@ class Config:
                 "train.policy_surprise_weight must be in [0, 1) (0: positions drawn uniformly; KataGo uses 0.5), "
                 f"got {self.train.policy_surprise_weight}"
             )
-        if self.train.weight_decay < 0:
+        if not self.train.weight_decay >= 0:
             raise ConfigError(f"train.weight_decay must be >= 0, got {self.train.weight_decay}")
         if self.train.replay_capacity < self.train.batch_size:
             raise ConfigError(
@@ -216,9 +231,8 @@ class Config:
 
 def _check_types(config: Config) -> None:
     """Every field holds a value of its declared type (ints are accepted where a float is declared)."""
-    for path, (kind, _, _) in field_paths(config).items():
-        section, _, name = path.rpartition(".")
-        value = getattr(getattr(config, section) if section else config, name)
+    for path, kind in _field_types().items():
+        value = _value(config, path)
         allowed = typing.get_args(kind) if typing.get_origin(kind) in (typing.Union, types.UnionType) else (kind,)
         ok = any(
             (value is None and a is type(None))
@@ -230,6 +244,20 @@ def _check_types(config: Config) -> None:
         if not ok:
             expected = " or ".join("None" if a is type(None) else a.__name__ for a in allowed)
             raise ConfigError(f"{path} must be {expected}, got {value!r} ({type(value).__name__})")
+
+
+def _check_finite(config: Config) -> None:
+    """Every number is finite: a NaN passes comparisons such as `x < 0` unnoticed, and then poisons training."""
+    for path in _field_types():
+        value = _value(config, path)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{path} must be a finite number, got {value}")
+
+
+def _value(config: Config, path: str) -> Any:
+    """The value of a field named "section.name" (or "name" for a top-level field)."""
+    section, _, name = path.rpartition(".")
+    return getattr(getattr(config, section) if section else config, name)
 
 
 def _positive(section: Any, name: str, prefix: str = "") -> None:
@@ -331,7 +359,7 @@ def _preset_connect_four_cpu() -> Config:
 
 def _preset_connect_four_gpu() -> Config:
     # On one H200 (2026-11-26; experiments/results/gpu-nvidia-h200-2026-11-26.md): about 30 s an iteration
-    # (8.4-9.3k positions/s), and after 7 iterations (116 s) 91.4% optimal top moves from the network, 97.1% from
+    # (8.4-9.3k positions/s), and after 7 iterations (229 s) 91.4% optimal top moves from the network, 97.1% from
     # its search on the labelled positions. Not yet tuned on an accelerator: at 32 simulations self-play runs 6 times
     # as fast (60.6k positions/s), and on the CPU keeping unfinished games and a cosine over the budget won.
     return Config(
@@ -536,19 +564,12 @@ def _sizes_text(config: Config) -> str:
 
 
 def field_paths(config: Config | None = None) -> dict[str, tuple[type, Any, str]]:
-    """Every overridable field as {"section.name": (type, default, help)}; top-level fields have no section."""
+    """Every overridable field as {"section.name": (type, default, help)}; top-level fields have no section.
+
+    The help is the comment beside the field in this module's source (empty where the source is not shipped)."""
     config = config or Config()
     comments = _field_comments()
-    paths: dict[str, tuple[type, Any, str]] = {}
-    for field in dataclasses.fields(config):
-        value = getattr(config, field.name)
-        if dataclasses.is_dataclass(value):
-            for sub in dataclasses.fields(value):
-                key = f"{field.name}.{sub.name}"
-                paths[key] = (_field_type(type(value), sub.name), getattr(value, sub.name), comments.get(key, ""))
-        else:
-            paths[field.name] = (_field_type(Config, field.name), value, comments.get(field.name, ""))
-    return paths
+    return {path: (kind, _value(config, path), comments.get(path, "")) for path, kind in _field_types().items()}
 
 
 def with_overrides(config: Config, overrides: dict[str, Any]) -> Config:
@@ -556,7 +577,7 @@ def with_overrides(config: Config, overrides: dict[str, Any]) -> Config:
 
     String values (from a command line or a JSON file) are converted to the field's type.
     """
-    paths = field_paths(config)
+    paths = _field_types()
     sections: dict[str, dict[str, Any]] = {}
     top: dict[str, Any] = {}
     for key, raw in overrides.items():
@@ -564,7 +585,7 @@ def with_overrides(config: Config, overrides: dict[str, Any]) -> Config:
             close = [p for p in paths if p.split(".")[-1] == key.split(".")[-1]]
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise UnknownFieldError(f"unknown config field {key!r}{hint} (`azjax train --help` lists them)")
-        value = convert(raw, paths[key][0], key)
+        value = convert(raw, paths[key], key)
         if "." in key:
             section, name = key.split(".")
             sections.setdefault(section, {})[name] = value
@@ -646,12 +667,26 @@ def from_json(text: str) -> Config:
     return from_dict(data)
 
 
-def _field_type(cls: type, name: str) -> Any:
-    return typing.get_type_hints(cls)[name]
+@functools.cache
+def _field_types() -> dict[str, Any]:
+    """Every field's declared type as {"section.name": type}, in declaration order; top-level fields have no
+    section. Read from the annotations (not the source), once."""
+    paths: dict[str, Any] = {}
+    hints = typing.get_type_hints(Config)
+    for field in dataclasses.fields(Config):
+        kind = hints[field.name]
+        if dataclasses.is_dataclass(kind):
+            section_hints = typing.get_type_hints(kind)
+            paths.update({f"{field.name}.{sub.name}": section_hints[sub.name] for sub in dataclasses.fields(kind)})
+        else:
+            paths[field.name] = kind
+    return paths
 
 
+@functools.cache
 def _field_comments() -> dict[str, str]:
-    """The one-line comment beside each field in this module's source: the help text of `--section.field`."""
+    """The one-line comment beside each field in this module's source: the help text of `--section.field`. Read
+    once, and only for help; {} where the source is not shipped (e.g. a zipped or compiled install)."""
     import inspect
 
     comments: dict[str, str] = {}
@@ -662,7 +697,11 @@ def _field_comments() -> dict[str, str]:
         (SelfPlayConfig, "selfplay."),
         (TrainConfig, "train."),
     ):
-        for line in inspect.getsource(cls).splitlines():
+        try:
+            source = inspect.getsource(cls)
+        except (OSError, TypeError):
+            return {}
+        for line in source.splitlines():
             stripped = line.strip()
             if ":" in stripped and "  # " in stripped and not stripped.startswith("#"):
                 name = stripped.split(":")[0].strip()

@@ -75,13 +75,17 @@ def train(
 ) -> TrainResult:
     """Trains until `config.num_iterations` iterations in total, or `max_seconds` of this session, are spent.
 
-    A scheduled learning rate (`train.lr_schedule`) spans the run's budget: its iterations, or, with
-    `max_seconds`, what remained of its schedule when this session began spread over `max_seconds`, whichever
-    runs out first; the share of time spent is saved in the run state (`time_progress`).
+    `max_seconds` is None (no time limit) or a finite number of seconds > 0. A scheduled learning rate
+    (`train.lr_schedule`) spans the run's budget: its iterations, or, with `max_seconds`, what remained of its
+    schedule when this session began spread over `max_seconds`, whichever runs out first; the share of the budget
+    spent is saved in the run state (`time_progress`).
 
-    If `run_dir` already holds a checkpoint, the run resumes from it: its game, network, seed, number of games,
-    replay capacity and optimizer must match `config` (CheckpointError otherwise); other settings may change and
-    are logged. A run resumed with the same config reproduces an uninterrupted one bitwise.
+    If `run_dir` already holds a checkpoint, the run resumes from it: its game and seed, and every setting that
+    shapes the checkpoint's arrays (the network's architecture, the number of games, the replay capacity and what
+    the replay records, the optimizer; `checkpointing.compare_configs`), must match `config` (CheckpointError
+    otherwise); other settings may change and are logged. A run resumed with the same config reproduces an
+    uninterrupted one bitwise. `config.json` is written when training proceeds, not when the run has already
+    trained `config.num_iterations`.
 
     The loop checkpoints every `checkpoint_every` iterations, whenever an iteration's record sets a new high of
     `best_metric` (an evaluation metric such as "eval/score"), and when it stops; it keeps the last
@@ -114,10 +118,13 @@ def train(
     Raises:
       NonFiniteError: an iteration's loss, another metric or the parameters were NaN or infinite; nothing of that
         iteration or later is saved.
-      checkpointing.CheckpointError: `run_dir` holds an incompatible or damaged checkpoint.
-      ConfigError: `num_devices` is more than there are, or does not divide the games and the SGD batch.
+      checkpointing.CheckpointError: `run_dir` is a file, or holds an incompatible or damaged checkpoint.
+      ConfigError: `max_seconds` is not a finite number > 0, or `num_devices` is more than there are, or does not
+        divide the games and the SGD batch.
     """
     config.validate()
+    if max_seconds is not None and not (math.isfinite(max_seconds) and max_seconds > 0):
+        raise ConfigError(f"max_seconds must be a finite number of seconds > 0 (or None: no limit), got {max_seconds}")
     primary = parallel.is_primary()  # over several processes, process 0 alone writes files and talks
     if not primary:
         log, progress = (lambda _: None), False
@@ -141,6 +148,9 @@ def train(
         else:
             run_state = init_run_state(config)
         start_iteration = int(run_state.iteration)
+        if start_iteration >= config.num_iterations:  # nothing to do: the run directory stays as it is
+            log(f"{run_dir} has already trained {start_iteration} iterations; pass more --iterations to go on.")
+            return TrainResult(run_state, [], resumed_from, "iterations", checkpoints.latest_step())
         mesh = parallel.make_mesh(devices) if len(devices) > 1 else None
         if mesh is not None:
             run_state = shard_run_state(run_state, mesh)
@@ -148,9 +158,6 @@ def train(
         if primary:
             rundir.write_config(run_dir, config)
             rundir.truncate_metrics(run_dir, start_iteration)  # iterations after the checkpoint are redone
-        if start_iteration >= config.num_iterations:
-            log(f"{run_dir} has already trained {start_iteration} iterations; pass more --iterations to go on.")
-            return TrainResult(run_state, [], resumed_from, "iterations", checkpoints.latest_step())
 
         iteration_fn = jax.jit(make_train_iteration(config, mesh=mesh), donate_argnums=0)
         positions_per_iteration = config.selfplay.num_games * config.selfplay.num_steps
@@ -158,7 +165,8 @@ def train(
         writer = _tensorboard_writer(run_dir, purge_step=start_iteration + 1) if primary else None
         bar = _progress_bar(progress, start_iteration, config.num_iterations)
         start = _clock()
-        time_start = float(run_state.time_progress)
+        # The budget already spent, by iterations or time: the rest of it is spread over this session's seconds.
+        time_start = float(budget_progress(run_state, config.num_iterations))
         stop_reason = "iterations"
         try:
             for iteration in range(start_iteration + 1, config.num_iterations + 1):
@@ -166,7 +174,7 @@ def train(
                 if interrupted:  # checked between iterations: a donated, jitted iteration is never cut short
                     stop_reason = "interrupted"
                     break
-                if max_seconds:  # the schedule spans what remained of it when this session began
+                if max_seconds is not None:  # the schedule spans what remained of it when this session began
                     spent = min(elapsed / max_seconds, 1.0)
                     time_progress = np.float32(time_start + (1.0 - time_start) * spent)
                     run_state = run_state.replace(
@@ -272,6 +280,8 @@ def _check_run_dir(
     run_dir: Path, config: Config, checkpoints: checkpointing.CheckpointManager, log: Callable[[str], None]
 ) -> int | None:
     """The iteration to resume from, if `run_dir` holds a checkpoint `config` can continue; errors otherwise."""
+    if run_dir.exists() and not run_dir.is_dir():
+        raise checkpointing.CheckpointError(f"{run_dir} is a file, not a run directory; pass a directory as --out")
     if (run_dir / checkpointing.EXPORT_FILE).is_file():
         raise checkpointing.CheckpointError(
             f"{run_dir} is an exported model, not a run directory: it cannot be trained further; pass a new --out"
@@ -280,13 +290,7 @@ def _check_run_dir(
     if latest is None:
         return None
     saved = checkpoints.config(latest)
-    structural, other = checkpointing.compare_configs(saved, config)
-    if structural:
-        raise checkpointing.CheckpointError(
-            f"{run_dir} holds a run of another game, network or setup ({'; '.join(structural)}, as checkpoint -> "
-            f"requested); resume it with its own settings (`azjax train --out {run_dir}` reads its config.json), "
-            "or pass a new --out directory"
-        )
+    other = checkpointing.check_resumable(saved, config, run_dir, latest)
     if other:
         log(f"Resuming with changed settings: {'; '.join(other)}.")
     if config.train.lr_schedule == "cosine" and saved.num_iterations != config.num_iterations:

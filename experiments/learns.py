@@ -13,7 +13,7 @@ pair alike; "distinct_games" counts the different games, which the intervals use
 agent's side, over --games games in each seat ("win_rate" = wins / games). `--mcts 400` also plays UCT with 400
 rollout simulations: the labelled positions come from random play, and a run can rank higher there and lower
 against a real opponent (Connect Four, 2026-11-24: experiments/results/connect_four_strength_cpu.txt).
-`--seconds 0` evaluates the run in --out again without training it.
+`--seconds 0` evaluates the run in --out again without training it (it refuses when OUT-first is missing).
 
 The bars: Connect Four >= 95% wins against random after 10 minutes and clearly ahead of the first checkpoint;
 Gomoku 9x9, Othello 6x6 and Brandub >= 90% after a few minutes.
@@ -22,6 +22,7 @@ Gomoku 9x9, Othello 6x6 and Brandub >= 90% after a few minutes.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shutil
 import time
@@ -57,13 +58,16 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--preset", default="cpu", choices=["cpu", "gpu"])
     parser.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE", help="config overrides")
     args = parser.parse_args(argv)
+    args.out = args.out or Path("runs") / f"{args.game}-learns"
+    first_dir = args.out.with_name(args.out.name + "-first")
+    if args.seconds <= 0 and not first_dir.exists():  # else it would train an iteration and play itself
+        parser.error(f"--seconds 0 evaluates a run trained before, against its first checkpoint, but {first_dir} "
+                     f"is missing: train {args.out} first (--seconds > 0)")
     parallel.expose_cpu_cores()  # one jax device per core, so that training and the matches split over them
 
-    args.out = args.out or Path("runs") / f"{args.game}-learns"
     config = preset_config(args.game, args.preset, args.set)
-    first_dir = args.out.with_name(args.out.name + "-first")
     if not first_dir.exists():
-        trainer.train(config, args.out, max_seconds=0.0, progress=False)  # stops after one iteration
+        trainer.train(dataclasses.replace(config, num_iterations=1), args.out, progress=False)
         shutil.copytree(args.out, first_dir)
     start = time.perf_counter()
     if args.seconds > 0:

@@ -166,6 +166,48 @@ def test_resume_keeps_structure_but_may_change_other_settings(runs, tmp_path):
     assert structural == [] and other == [f"train.learning_rate: {run_config().train.learning_rate} -> 0.0001"]
 
 
+@pytest.mark.parametrize(
+    ("change", "line"),
+    [
+        # A second policy head and the replay's reply targets; the replay's policy surprise (TINY draws by it).
+        ({"train.reply_policy_weight": 0.5}, "train.reply_policy_weight: 0.0 -> 0.5"),
+        ({"train.policy_surprise_weight": 0.0}, "train.policy_surprise_weight: 0.5 -> 0.0"),
+    ],
+)
+def test_settings_that_change_the_checkpoints_arrays_are_a_clear_error(runs, change, line):
+    """Structural means: the checkpoint's arrays (structure, shapes, dtypes) differ. Resuming is refused before
+    any work, and restoring alike, naming the field."""
+    run_dir = runs["root"] / "straight"
+    with pytest.raises(checkpointing.CheckpointError, match=f"array layout \\({line}, as checkpoint"):
+        trainer.train(run_config(2 * N + 1, **change), run_dir, progress=False, log=quiet)
+    with pytest.raises(checkpointing.CheckpointError, match=line):
+        checkpointing.CheckpointManager(run_dir).restore(run_config(**change))
+    assert checkpointing.latest_iteration(run_dir) == 2 * N
+
+
+def test_compute_dtype_may_change_on_resume(runs):
+    """float32 and bfloat16 networks keep float32 parameters: a run may go on in bfloat16 on an accelerator."""
+    run_dir = runs["root"] / "straight"
+    bf16 = run_config(**{"network.compute_dtype": "bfloat16"})
+    messages: list[str] = []
+    manager = checkpointing.CheckpointManager(run_dir)
+    assert trainer._check_run_dir(run_dir, bf16, manager, messages.append) == 2 * N
+    assert any("network.compute_dtype: 'float32' -> 'bfloat16'" in m for m in messages), messages
+    assert_bitwise_equal(manager.restore(bf16), runs["straight"].run_state)
+
+
+def test_pending_counts_of_a_run_that_dropped_unfinished_games_are_not_restored(runs, tmp_path):
+    """An azjax before commit 934dcbe counted the positions of games in progress even where it did not keep them
+    (selfplay.keep_unfinished off): resumed with it on, those counts would settle rows never stored."""
+    state = runs["straight"].run_state
+    old = state.replace(selfplay=state.selfplay.replace(pending=jnp.full_like(state.selfplay.pending, 3)))
+    config = run_config(2 * N, **{"selfplay.keep_unfinished": False})
+    manager = checkpointing.CheckpointManager(tmp_path / "old")
+    manager.save(old, config)
+    restored = manager.restore(run_config(2 * N, **{"selfplay.keep_unfinished": True}))
+    assert np.asarray(restored.selfplay.pending).tolist() == [0] * config.selfplay.num_games
+
+
 # ------------------------------------------------------------------------------------------------------------
 # The checkpoint manager
 
@@ -340,6 +382,27 @@ def test_stop_request_between_iterations(runs, tmp_path):
         signal.signal(signal.SIGINT, previous)
     assert result.stop_reason == "interrupted" and result.history == [] and result.last_checkpoint == 2 * N
     assert any("SIGINT received" in m for m in messages)
+
+
+def test_a_time_budget_spreads_what_remains_of_the_schedule(runs, tmp_path, monkeypatch):
+    """A --seconds session of a run halfway through its iterations goes on from half its schedule, never back to
+    the start of it: the share of the budget it saves is at least the half its iterations had spent."""
+    config = run_config(1000, **{"train.lr_schedule": "cosine"})  # as the test below: its compiled iteration
+    run_dir = tmp_path / "run"
+    checkpointing.write_config(run_dir, config)
+    checkpointing.CheckpointManager(run_dir).save(runs["straight"].run_state.replace(iteration=jnp.int32(500)), config)
+    monkeypatch.setattr(trainer, "_clock", itertools.count(start=0.0, step=1.0).__next__)  # a second per reading
+    result = trainer.train(config, run_dir, max_seconds=4.0, progress=False, log=quiet)
+    assert result.stop_reason == "seconds" and [r["iteration"] for r in result.history] == [501]
+    saved = checkpointing.CheckpointManager(run_dir).restore(config)
+    assert 0.5 < float(saved.time_progress) < 1.0  # 0.5 and a share of the other half (before the fix: 0.25)
+
+
+@pytest.mark.parametrize("max_seconds", [0, -1.0, float("nan"), float("inf")])
+def test_max_seconds_must_be_a_finite_positive_number(tmp_path, max_seconds):
+    with pytest.raises(config_lib.ConfigError, match="max_seconds must be a finite number of seconds > 0"):
+        trainer.train(run_config(), tmp_path / "run", max_seconds=max_seconds, progress=False, log=quiet)
+    assert not (tmp_path / "run").exists()
 
 
 def test_a_time_budget_drives_the_schedule_and_is_saved(runs, tmp_path, monkeypatch):
@@ -523,6 +586,24 @@ def test_checkpoint_of_a_newer_azjax_is_kept_and_names_the_upgrade(runs, tmp_pat
     config_file.write_text(json.dumps({**saved, "search": {**saved["search"], "a_field_from_the_future": 1}}))
     with pytest.raises(checkpointing.CheckpointError, match="or upgrade azjax if a newer one wrote it"):
         checkpointing.read_config(run_dir)
+
+
+def test_checkpoint_whose_config_this_azjax_rejects_is_kept(runs, tmp_path):
+    """A checkpoint whose saved config fails this azjax's checks (an azjax that allowed the value wrote it) is
+    intact: the error says to keep it, never that it is damaged or to delete it."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(runs["root"] / "straight", run_dir)
+    step_dir = run_dir / "checkpoints" / str(2 * N)
+    meta_file = step_dir / "meta" / "metadata"
+    meta = json.loads(meta_file.read_text())
+    meta["config"]["search"]["dirichlet_alpha"] = 0.0
+    meta_file.write_text(json.dumps(meta))
+    checkpointing._write_manifest(step_dir)  # as that azjax wrote it, consistent with its files
+    with pytest.raises(checkpointing.CheckpointError, match="this azjax rejects") as caught:
+        azjax.load_agent(run_dir)
+    message = str(caught.value)
+    assert "search.dirichlet_alpha" in message and "untouched: keep it" in message
+    assert "damaged" not in message and "delete" not in message
 
 
 @pytest.mark.parametrize(

@@ -139,6 +139,36 @@ def test_resume_with_another_seed_is_refused(trained, tiny_args, tmp_path):
     assert checkpointing.latest_iteration(run_dir) == 2
 
 
+def test_a_finished_run_keeps_its_config_json(trained, tmp_path):
+    """Fewer --iterations than a run has trained: nothing to do, and its config.json still says what it trained."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(trained[3], run_dir)
+    before = (run_dir / "config.json").read_text()
+    code, out, err = run_cli(["train", "--out", str(run_dir), "--iterations", "1", "--no-progress"])
+    assert code == 0, err
+    assert "already trained 2 iterations" in out
+    assert (run_dir / "config.json").read_text() == before
+
+
+def test_a_run_without_config_json_resumes_with_its_checkpoints_config(trained, tmp_path):
+    run_dir = tmp_path / "run"
+    shutil.copytree(trained[3], run_dir)
+    (run_dir / "config.json").unlink()
+    code, out, err = run_cli(["train", "--out", str(run_dir), "--no-progress"])
+    assert code == 0, err
+    assert "Config: the run's own, from its checkpoint of iteration 2" in out  # not the tic-tac-toe preset
+    assert "already trained 2 iterations" in out
+
+
+def test_out_that_is_a_file_is_refused_before_any_work(tmp_path, tiny_args):
+    path = tmp_path / "run"
+    path.write_text("notes\n")
+    code, _, err = run_cli(["train", "--out", str(path), "--iterations", "1", "--no-progress", *tiny_args])
+    assert code == 2, err
+    assert f"{path} is a file, not a run directory" in err and "Traceback" not in err
+    assert path.read_text() == "notes\n"
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
@@ -147,6 +177,8 @@ def test_resume_with_another_seed_is_refused(trained, tiny_args, tmp_path):
         (["--network.num_blocks", "two"], "network.num_blocks"),
         (["--train.replay_capacity", "8"], "train.replay_capacity"),
         (["--seconds", "0"], "--seconds"),
+        (["--seconds", "nan"], "--seconds must be a finite number > 0"),
+        (["--seconds", "inf"], "--seconds must be a finite number > 0"),
         (["--config", "no-such-config.json"], "no such file"),
         (["--search.num_simulatoins", "4"], "unrecognized arguments: --search.num_simulatoins"),  # a typo
         (["--preset", "tpu"], "invalid choice: 'tpu'"),
@@ -201,3 +233,25 @@ def test_compile_cache_is_on_by_default_and_can_be_turned_off(tmp_path, tiny_arg
     assert cli.use_compile_cache() is None
     monkeypatch.setenv("AZJAX_COMPILE_CACHE", str(tmp_path / "other"))
     assert cli.use_compile_cache(disabled=True) is None  # --no-compile-cache
+
+
+def test_a_perfect_player_that_gives_up_is_one_line_not_a_traceback(monkeypatch, capsys):
+    """Connect Four's perfect player may give up on a slow position mid-match (SolveTimeout): one line that says
+    what to do, exit 1; any other runtime error keeps its traceback."""
+    from azjax.solver.connect_four import SolveTimeout
+
+    def give_up(args):
+        raise SolveTimeout("gave up after 60 s; start its games after openings of 10 or more moves")
+
+    monkeypatch.setattr(cli, "_eval", give_up)
+    assert cli.main(["eval", "random", "perfect", "--game", "connect_four"]) == 1
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == ["azjax eval: error: gave up after 60 s; start its games after openings of 10 "
+                                        "or more moves"]
+
+    def fail(args):
+        raise RuntimeError("something else")
+
+    monkeypatch.setattr(cli, "_eval", fail)
+    with pytest.raises(RuntimeError, match="something else"):
+        cli.main(["eval", "random", "perfect", "--game", "connect_four"])

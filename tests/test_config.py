@@ -139,6 +139,18 @@ def test_with_overrides_leaves_the_original_and_the_overrides_alone():
         ({"train.replay_capacity": 16, "train.batch_size": 32}, "train.replay_capacity"),
         ({"train.replay_capacity": 1024, "selfplay.num_games": 64, "selfplay.num_steps": 32}, "one iteration's"),
         ({"train.learning_rate": 0}, "train.learning_rate"),
+        # NaN passes comparisons such as `x < 0`: every float field must be finite.
+        ({"train.learning_rate": "inf"}, "train.learning_rate must be a finite number"),
+        ({"train.learning_rate": "nan"}, "train.learning_rate must be a finite number"),
+        ({"train.weight_decay": "nan"}, "train.weight_decay must be a finite number"),
+        ({"train.reply_policy_weight": "nan"}, "train.reply_policy_weight must be a finite number"),
+        ({"selfplay.resign_threshold": "nan"}, "selfplay.resign_threshold must be a finite number"),
+        ({"train.value_loss_weight": -1}, "train.value_loss_weight must be >= 0"),
+        ({"search.dirichlet_alpha": 0}, "search.dirichlet_alpha must be > 0"),  # NaN noise, even at fraction 0
+        ({"search.dirichlet_alpha": -1}, "search.dirichlet_alpha must be > 0"),
+        ({"search.pb_c_init": -5}, "search.pb_c_init must be > 0"),
+        ({"search.pb_c_base": 0}, "search.pb_c_base must be > 0"),
+        ({"search.gumbel_scale": -1}, "search.gumbel_scale must be >= 0"),
         ({"train.lr_schedule": "linear"}, "train.lr_schedule"),
         ({"train.optimizer": "rmsprop"}, "train.optimizer"),
         ({"train.num_sgd_steps": 0}, "train.num_sgd_steps"),
@@ -237,6 +249,8 @@ def test_from_json_accepts_a_subset_and_fills_in_defaults():
         ('{"game": 5}', "game"),
         ('{"search": 5}', "search"),
         ('{"search": {"num_simulations": 0}}', "search.num_simulations"),
+        ('{"train": {"learning_rate": NaN}}', "train.learning_rate must be a finite number"),  # json.loads takes it
+        ('{"train": {"weight_decay": Infinity}}', "train.weight_decay must be a finite number"),
     ],
 )
 def test_from_json_rejects_unknown_fields_and_wrong_types_by_name(text, field):
@@ -259,6 +273,24 @@ def test_every_field_has_help_text():
     # The listed defaults are the generic ones, and the types are the annotated ones.
     assert paths["search.num_simulations"][:2] == (int, SearchConfig().num_simulations)
     assert paths["train.learning_rate"][0] is float
+
+
+def test_validation_does_not_read_the_source(monkeypatch):
+    """Only the help text comes from the field comments in the source, which an install may not ship: checking,
+    overriding and loading configs work without it (and never pay for reading it)."""
+    import inspect
+
+    def no_source(obj):
+        raise OSError("could not get source code")
+
+    monkeypatch.setattr(inspect, "getsource", no_source)
+    config_lib._field_comments.cache_clear()
+    try:
+        config = with_overrides(get_config("tic_tac_toe"), {"search.num_simulations": "8"})
+        assert from_json(to_json(config)) == config
+        assert config_lib.field_paths()["search.num_simulations"] == (int, 32, "")  # no help without the source
+    finally:
+        config_lib._field_comments.cache_clear()  # read again, from the source, by the next caller
 
 
 @pytest.mark.parametrize("preset", ["cpu", "gpu"])

@@ -10,15 +10,20 @@ start from the same opening, so neither agent gains from the draw of openings or
 
 Openings. Each pair of games starts after `opening_moves` moves played by `opening_agent` (default: uniformly
 random), so that deterministic agents do not replay one game. The openings of a match are distinct wherever the
-game has enough of them: `OPENING_CANDIDATES` times as many are played as needed and repeats are dropped first
-(tic-tac-toe has 72 openings of 2 moves, Connect Four 49; with more pairs than openings some must repeat). An
-opening move that would end the game is skipped (the opening is then shorter). With an exact solution at hand,
-`opening_agent` can be the perfect player, whose moves are random among optimal ones: the openings then vary but
-never decide the game.
+game has enough of them: `OPENING_CANDIDATES` times as many are played as needed and repeats are dropped first.
+Openings are told apart by the position they reach (every leaf of the game's state), not by their moves: two move
+orders that reach one position are one opening (tic-tac-toe has 72 openings of 2 moves and 252 of 3, Connect
+Four 49 of 2; with more pairs than openings some must repeat). An opening move of `opening_agent` that would end
+the game is replaced by a uniformly random move that does not (`non_ending_moves`), so the default random
+openings are uniformly random among the moves that keep the game going; only where every legal move ends the game
+does an opening stop shorter. With an exact solution at hand, `opening_agent` can be the perfect player, whose
+moves are random among optimal ones: the openings then vary but never decide the game. With a mesh, each device
+draws the openings of its own games, distinct among them but not from other devices' (`run_games`).
 
 Statistics. A game scores 1 for a win, 1/2 for a draw, 0 for a loss. Two deterministic agents replay the same
-game from the same opening and seat, and a copy is no new evidence: every game's moves are recorded
-(`Games.moves`) and `MatchResult.distinct_games` counts the different ones. The score is over all games; its 95%
+game from the same position and seat, and a copy is no new evidence: every game's moves are recorded
+(`Games.moves`, with a hash of the position it started from after its opening, `Games.start`) and
+`MatchResult.distinct_games` counts the different ones. The score is over all games; its 95%
 interval is Wilson's score interval for a proportion over the distinct games (draws counted as half a win), and
 the Elo fit weighs each pairing by its distinct games. Draws make the real spread smaller than a proportion's, so
 the interval is conservative. The Elo difference is -400 log10(1/score - 1), the
@@ -43,16 +48,18 @@ from flax import struct
 from jax.sharding import Mesh, PartitionSpec
 
 from azjax import parallel
-from azjax.bots import Bot, Memory, random_analysis
+from azjax.bots import Bot, Memory, random_analysis, solve_timeouts_raised
 from azjax.games import Game, State
 from azjax.parallel import DATA_AXIS
 from azjax.ratings import Z_95, EloFit, elo_from_score, fit_elo, wilson_interval
 from azjax.ratings import expected_score as expected_score  # re-exported: azjax.arena was its first home
+from azjax.solver import encode_states
 
 AgentFn = Callable[[jax.Array, State], jax.Array]  # (key, states [B]) -> actions [B] int32
 Player = AgentFn | Bot  # a bot with a memory (tree reuse) keeps it in a match; any other plays by its moves alone
 
 OPENING_CANDIDATES = 4  # openings played per pair of games, among which distinct ones are chosen
+STEP_ALL_BATCH = 32  # `non_ending_moves` steps this many actions of every state at once (Brandub has 1176)
 
 
 def random_agent(key: jax.Array, states: State) -> jax.Array:
@@ -67,6 +74,9 @@ class Games(struct.PyTreeNode):
     seat: jax.Array  # [N] int32: A's player id (0 = A moved first)
     length: jax.Array  # [N] int32: moves played, the opening included
     moves: jax.Array  # [N, game.max_length] int32: the actions played in order, the opening's first; -1 after
+    opening_length: jax.Array  # [N] int32: how many of `moves` are the opening's
+    start: jax.Array  # [N, 2] uint32: a 64-bit hash of the state after the opening (`state_hashes`): games that
+    #   started from one position have the same hash, whatever moves led there
 
 
 class _Match(struct.PyTreeNode):
@@ -84,9 +94,26 @@ def play_opening(
 ) -> State:
     """Lets `agent` play `num_moves` (int32 [B], each at most the static `max_moves`) moves from each state.
 
-    A move that would end the game is not played, so a non-terminal state stays non-terminal. Batched.
+    A move of `agent` that would end the game is replaced by a uniformly random move that does not
+    (`non_ending_moves`), so a non-terminal state stays non-terminal; where every legal move would end it, the
+    opening stops there, shorter. Batched.
     """
     return _opening(key, game, states, num_moves, max_moves, agent)[0]
+
+
+def non_ending_moves(game: Game, states: State) -> jax.Array:
+    """bool [B, A]: the legal moves of each state after which the game goes on (none for a terminal state).
+
+    Steps every action of every state, as `bots.onestep_analysis` does, `STEP_ALL_BATCH` actions at a time so
+    that a game with many actions does not hold B * A states at once. Batched, jittable; the one rule for the
+    openings of the arena and of `azjax play`.
+    """
+    def ended_after(action: jax.Array) -> jax.Array:
+        return jax.vmap(game.step, in_axes=(0, None))(states, action).terminated  # [B]
+
+    actions = jnp.arange(game.num_actions, dtype=jnp.int32)
+    ended = jax.lax.map(ended_after, actions, batch_size=min(STEP_ALL_BATCH, game.num_actions))  # [A, B]
+    return states.legal_action_mask & ~ended.T & ~states.terminated[:, None]
 
 
 def _opening(
@@ -96,13 +123,33 @@ def _opening(
 
     def body(i: int, carry: tuple[State, jax.Array]) -> tuple[State, jax.Array]:
         states, moves = carry
-        actions = agent(jax.random.fold_in(key, i), states)
+        agent_key, instead_key = jax.random.split(jax.random.fold_in(key, i))
+        wanted = (i < num_moves) & ~states.terminated
+        actions = agent(agent_key, states)
         moved = jax.vmap(game.step)(states, actions)
-        play = (i < num_moves) & ~moved.terminated & ~states.terminated
+        # Stepping every action costs A steps per state: only when some move would end a game.
+        actions, moved = jax.lax.cond(
+            jnp.any(wanted & moved.terminated),
+            functools.partial(_instead_of_ending, instead_key, game),
+            lambda states, actions, moved: (actions, moved),
+            states, actions, moved,
+        )
+        play = wanted & ~moved.terminated  # still terminal: every legal move ends the game
         states = jax.tree.map(lambda new, old: jnp.where(_expand_to(play, new), new, old), moved, states)
         return states, _record(moves, actions, play)
 
     return jax.lax.fori_loop(0, max_moves, body, (states, jnp.full((*num_moves.shape, max_moves), -1, jnp.int32)))
+
+
+def _instead_of_ending(key: jax.Array, game: Game, states: State, actions: jax.Array, moved: State
+                       ) -> tuple[jax.Array, State]:
+    """`actions` [B], where one ended its game (`moved`, the states after them) a uniformly random move that does
+    not instead; and the states after the moves chosen. Where every legal move ends the game, the replacement
+    ends it too (the caller does not play it)."""
+    keep_going = non_ending_moves(game, states)
+    other = jax.random.categorical(key, jnp.where(keep_going, 0.0, -jnp.inf)).astype(jnp.int32)
+    chosen = jnp.where(moved.terminated, other, actions)
+    return chosen, jax.vmap(game.step)(states, chosen)
 
 
 def _record(moves: jax.Array, actions: jax.Array, played: jax.Array) -> jax.Array:
@@ -114,18 +161,46 @@ def _record(moves: jax.Array, actions: jax.Array, played: jax.Array) -> jax.Arra
 
 def _distinct_openings(key: jax.Array, game: Game, num_openings: int, num_moves: int, agent: AgentFn
                        ) -> tuple[State, jax.Array]:
-    """`num_openings` openings of `num_moves` moves, distinct where the game has enough: OPENING_CANDIDATES
-    times as many are played, and the first copy of each comes before any repeat (in a random order)."""
+    """`num_openings` openings of `num_moves` moves, distinct in the position they reach where the game has
+    enough: OPENING_CANDIDATES times as many are played, and the first copy of each position comes before any
+    repeat (in a random order)."""
     init_key, opening_key, order_key = jax.random.split(key, 3)
     num_candidates = OPENING_CANDIDATES * num_openings
     states = jax.vmap(game.init)(jax.random.split(init_key, num_candidates))
     states, moves = _opening(opening_key, game, states, jnp.full(num_candidates, num_moves, jnp.int32), num_moves,
                              agent)
-    by_moves = jnp.lexsort(moves.T[::-1])  # rows sorted by their moves, so that copies are neighbours
-    repeat = jnp.zeros(num_candidates, bool).at[by_moves[1:]].set(
-        jnp.all(moves[by_moves[1:]] == moves[by_moves[:-1]], axis=1))
+    rows = encode_states(states)  # [C, L]: equal iff the states are
+    hashes = _row_hashes(rows)
+    by_hash = jnp.lexsort((hashes[:, 1], hashes[:, 0]))  # copies are neighbours (rows too long to sort by)
+    repeat = jnp.zeros(num_candidates, bool).at[by_hash[1:]].set(
+        jnp.all(rows[by_hash[1:]] == rows[by_hash[:-1]], axis=1))
     chosen = jnp.lexsort((jax.random.uniform(order_key, (num_candidates,)), repeat))[:num_openings]
     return jax.tree.map(lambda x: x[chosen], states), moves[chosen]
+
+
+def state_hashes(states: State) -> jax.Array:
+    """uint32 [B, 2]: a 64-bit hash of each state of a batch, over every leaf (`solver.encode_states`). Equal
+    states hash alike; two different ones collide with a chance of the order of 2^-64. Jittable, the same on
+    every device (so games from several devices compare)."""
+    return _row_hashes(encode_states(states))
+
+
+def _row_hashes(rows: jax.Array) -> jax.Array:
+    """uint32 [B, 2]: two 32-bit hashes of each int32 row [B, L], each a sum of mixed (value, column) pairs."""
+    values = jax.lax.bitcast_convert_type(rows, jnp.uint32)
+    columns = jnp.arange(rows.shape[1], dtype=jnp.uint32)
+    return jnp.stack([jnp.sum(_mix(values ^ _mix(columns * jnp.uint32(2) + jnp.uint32(seed))), axis=1,
+                              dtype=jnp.uint32)
+                      for seed in (0x9E3779B9, 0x7F4A7C15)], axis=1)
+
+
+def _mix(x: jax.Array) -> jax.Array:
+    """MurmurHash3's 32-bit finalizer: every input bit moves about half the output bits."""
+    x = x ^ (x >> 16)
+    x = x * jnp.uint32(0x85EBCA6B)
+    x = x ^ (x >> 13)
+    x = x * jnp.uint32(0xC2B2AE35)
+    return x ^ (x >> 16)
 
 
 def _expand_to(flags: jax.Array, like: jax.Array) -> jax.Array:
@@ -158,7 +233,10 @@ def run_games(
     With a `mesh` (e.g. `azjax.parallel.mesh_for(num_games // 2)`), each of its D devices plays num_games / D
     of the games (an even number), all alike but with its own random keys, and nothing passes between the devices
     until the results are joined (games from device d fill block d of each output). The results then differ from
-    a one-device run's by chance alone, and a device never waits on another's slowest game or search.
+    a one-device run's by chance alone, and a device never waits on another's slowest game or search. One limit:
+    each device draws its own openings, distinct among its games but not from the other devices', so with more
+    openings asked for than a device's share an opening may repeat across devices (where deterministic agents
+    then replay a game, `count_distinct` counts it once, so the intervals stay honest).
 
     Each agent is asked for moves on a batch of num_games / 2 states, one per pair: a game of the pair where it
     is to move if there is one (else any state of the pair, whose move is ignored, so each agent must accept any
@@ -190,6 +268,7 @@ def run_games(
     moves = jnp.full((half, game.max_length), -1, jnp.int32).at[:, : opening.shape[1]].set(opening)
     states, moves = jax.tree.map(lambda x: jnp.concatenate([x, x]), (states, moves))
     opened = jnp.sum(moves >= 0, axis=1).astype(jnp.int32)
+    start_hash = state_hashes(states)
     memories = [_init_memory(agent, states) for agent in (agent_a, agent_b)]
     start = _Match(states, jnp.zeros((num_games, 2), jnp.float32), opened, moves, jnp.int32(0), *memories)
     move = functools.partial(_move, game=game, agent_a=agent_a, agent_b=agent_b, play_key=play_key)
@@ -208,7 +287,8 @@ def run_games(
                               rest.replace(num_steps=None)).replace(num_steps=rest.num_steps)
     seat = _seats(num_games)
     outcome = jnp.take_along_axis(played.returns, seat[:, None], axis=1)[:, 0]
-    return Games(outcome=outcome, seat=seat, length=played.length, moves=played.moves)
+    return Games(outcome=outcome, seat=seat, length=played.length, moves=played.moves, opening_length=opened,
+                 start=start_hash)
 
 
 def _seats(num_games: int) -> jax.Array:
@@ -398,8 +478,8 @@ class MatchResult:
 def summarize(games: Games, name_a: str = "A", name_b: str = "B") -> MatchResult:
     """Counts a batch of games (on the host) into a `MatchResult`. Games split over several processes' devices
     are gathered first (a collective there: every process calls this)."""
-    outcome, seat, length, moves = (np.asarray(x) for x in parallel.fetch(
-        (games.outcome, games.seat, games.length, games.moves)))
+    outcome, seat, length, moves, opening_length, start = (np.asarray(x) for x in parallel.fetch(
+        (games.outcome, games.seat, games.length, games.moves, games.opening_length, games.start)))
     first = seat == 0
     return MatchResult(
         name_a=name_a,
@@ -411,13 +491,26 @@ def summarize(games: Games, name_a: str = "A", name_b: str = "B") -> MatchResult
         draws_as_first=int(np.sum((outcome == 0) & first)),
         losses_as_first=int(np.sum((outcome < 0) & first)),
         mean_length=float(np.mean(length)) if length.size else 0.0,
-        distinct_games=count_distinct(seat, moves),
+        distinct_games=count_distinct(seat, moves, start=start, opening_length=opening_length),
     )
 
 
-def count_distinct(seat: np.ndarray, moves: np.ndarray) -> int:
-    """How many of the games (`Games.seat` [N], `Games.moves` [N, L]) differ in A's seat or in their moves."""
-    return len(np.unique(np.concatenate([seat[:, None], moves], axis=1), axis=0)) if seat.size else 0
+def count_distinct(seat: np.ndarray, moves: np.ndarray, *, start: np.ndarray | None = None,
+                   opening_length: np.ndarray | None = None) -> int:
+    """How many of the games (`Games.seat` [N], `Games.moves` [N, L]) differ in A's seat, in the position they
+    started from after their opening (`Games.start` [N, 2]) or in their moves after it (`Games.opening_length`
+    [N] moves of each are the opening's): two move orders to one position are one start, from which deterministic
+    agents play one game. Without `start` and `opening_length`, games differ by their moves from the first."""
+    if not seat.size:
+        return 0
+    columns = [seat[:, None].astype(np.int64)]
+    if start is not None and opening_length is not None:
+        after = opening_length[:, None] + np.arange(moves.shape[1])[None, :]
+        moves = np.where(after < moves.shape[1],
+                         np.take_along_axis(moves, np.minimum(after, moves.shape[1] - 1), axis=1), -1)
+        columns.append(start.astype(np.int64))
+    columns.append(moves.astype(np.int64))
+    return len(np.unique(np.concatenate(columns, axis=1), axis=0))
 
 
 def play(
@@ -432,10 +525,15 @@ def play(
     mesh: Mesh | None = None,
 ) -> MatchResult:
     """`bot_a` against `bot_b`: `num_games` games (even; half in each seat), compiled once per pair of bots;
-    with a `mesh`, split over its devices (see `run_games`)."""
-    games = play_games(key, game, bot_a, bot_b, num_games, opening_moves=opening_moves,
-                       opening_agent=opening_agent, mesh=mesh)
-    return summarize(games, bot_a.name, bot_b.name)
+    with a `mesh`, split over its devices (see `run_games`).
+
+    Raises:
+      SolveTimeout: Connect Four's perfect player gave up on a position (see `bots.perfect_bot`).
+    """
+    with solve_timeouts_raised():
+        games = play_games(key, game, bot_a, bot_b, num_games, opening_moves=opening_moves,
+                           opening_agent=opening_agent, mesh=mesh)
+        return summarize(games, bot_a.name, bot_b.name)
 
 
 # --------------------------------------------------------------------------------------------------------------

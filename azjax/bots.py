@@ -21,10 +21,11 @@ action for them, which the arena ignores.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,10 @@ from azjax.games import BoardState, Game, State
 from azjax.networks import inference_fn
 from azjax.search import SearchOutput, evaluate_states, make_search_fn
 
-UCT_EXPLORATION = math.sqrt(2.0)  # UCB1's constant for values in [-1, 1]
+# UCB1's sqrt(2 ln N / n) assumes rewards in [0, 1]; our Q-values span [-1, 1], twice as wide, where UCB1's
+# equivalent constant is 2 sqrt(2). sqrt(2) explores half as much as that; it stays, as recorded baselines
+# (mcts:N) were measured with it.
+UCT_EXPLORATION = math.sqrt(2.0)
 PERFECT_MAX_STATES = 20_000  # the perfect player solves the game at once; beyond this many positions it refuses
 CONNECT_FOUR_MAX_SECONDS = 60.0  # Connect Four's perfect player gives up on a position after this long
 CONNECT_FOUR_PERFECT_MIN_STONES = 10  # from this many stones on, a move takes about a second on average
@@ -349,6 +353,28 @@ def _connect_four_best_moves(boards, players, terminated, *, max_seconds: float 
     return outcomes, scores
 
 
+@contextlib.contextmanager
+def solve_timeouts_raised() -> Iterator[None]:
+    """Raises a `connect_four.SolveTimeout` that Connect Four's perfect player hit inside a jitted computation
+    (where `jax.pure_callback` hands it on as `jax.errors.JaxRuntimeError`) as `SolveTimeout` again, with the
+    solver's message and what to do; any other error passes unchanged. Wrap the call and the fetch of its
+    results: an error of an asynchronous computation may surface at either."""
+    try:
+        yield
+    except jax.errors.JaxRuntimeError as error:
+        text = str(error)
+        if "SolveTimeout" not in text:
+            raise
+        from azjax.solver.connect_four import SolveTimeout
+
+        said = [line.split("SolveTimeout:", 1)[1].strip() for line in text.splitlines() if "SolveTimeout:" in line]
+        raise SolveTimeout(
+            f"Connect Four's perfect player gave up on a position: {said[-1] if said else 'it took too long'}. "
+            f"Start its games after openings of {CONNECT_FOUR_PERFECT_MIN_STONES} or more moves "
+            f"(--opening-moves {CONNECT_FOUR_PERFECT_MIN_STONES})"
+        ) from None
+
+
 def perfect_bot(
     game: Game, solution: solver_lib.Solution | None = None, *, max_states: int = PERFECT_MAX_STATES,
     max_seconds: float | None = CONNECT_FOUR_MAX_SECONDS,
@@ -358,8 +384,11 @@ def perfect_bot(
 
     Connect Four's costs on one CPU core (experiments/results/bench_solver_cpu.txt): a move from 10 random stones
     takes 0.9 s on average (median 0.4 s, up to ~9 s), from 8 stones 2.2 s (up to ~11 s), from 15 on
-    milliseconds; the first moves take minutes. A position that takes longer than `max_seconds` stops the match
-    with `SolveTimeout`: start games from openings of 10 or more moves (`--opening-moves 10`).
+    milliseconds; the first moves take minutes. A position that takes longer than `max_seconds` stops the match:
+    the solver raises `connect_four.SolveTimeout` inside `jax.pure_callback`, which reaches a jitted caller as
+    `jax.errors.JaxRuntimeError` (its message holds the SolveTimeout's); `arena.play`, `arena.round_robin`,
+    `evaluation.head_to_head` and `play.play_game` raise it as `SolveTimeout` again (`solve_timeouts_raised`).
+    Start games from openings of `CONNECT_FOUR_PERFECT_MIN_STONES` or more moves (`--opening-moves 10`).
 
     Raises:
       ValueError: the game is too large to solve exactly here (more than `max_states` positions), or cannot be

@@ -94,13 +94,18 @@ def head_to_head(
     the start: give `opening_moves` > 0 (each pair of games starts after that many random moves, the pairs'
     openings distinct where the game has enough) to measure them over many different games.
 
-    Returns the counts, `games`, `distinct_games` (different in moves or seat), `score` (wins + draws / 2 over
-    all games), its 95% interval `score_low`, `score_high` (over the distinct games) and the counts per seat
-    ("as_first": `agent` moved first, "as_second").
+    Returns the counts, `games`, `distinct_games` (different in seat, in the position after the opening or in
+    the moves after it: `arena.count_distinct`), `score` (wins + draws / 2 over all games), its 95% interval
+    `score_low`, `score_high` (over the distinct games) and the counts per seat ("as_first": `agent` moved
+    first, "as_second").
+
+    Raises:
+      SolveTimeout: Connect Four's perfect player gave up on a position (see `bots.perfect_bot`).
     """
-    match = arena.summarize(
-        arena.play_games(key, game, agent, opponent, 2 * num_games, opening_moves=opening_moves, mesh=mesh)
-    )
+    with bots_lib.solve_timeouts_raised():
+        match = arena.summarize(
+            arena.play_games(key, game, agent, opponent, 2 * num_games, opening_moves=opening_moves, mesh=mesh)
+        )
     as_first = {"wins": match.wins_as_first, "draws": match.draws_as_first, "losses": match.losses_as_first}
     as_second = {name: getattr(match, name) - count for name, count in as_first.items()}
     return dict(
@@ -127,8 +132,10 @@ def judge_bot(
 ) -> positions_lib.Report:
     """Judges any agent on labelled positions (`azjax.solver.positions`): the share of positions where its move
     keeps the game-theoretic outcome, per stratum, and, where it gives values (for the player to move), the share
-    where the value's sign names the outcome. `greedy_bot(agent)` judges a network's top move and value,
-    `alphazero_bot(agent)` its search. Runs in batches of `batch_size` (the last one padded), compiled once."""
+    where the value's sign names the outcome, over the positions where the value is finite (NaN: no estimate, as
+    onestep's in a quiet position; the `Rate`'s total says how many were judged). `greedy_bot(agent)` judges a
+    network's top move and value, `alphazero_bot(agent)` its search. Runs in batches of `batch_size` (the last
+    one padded), compiled once."""
     analyse = jax.jit(bot.analyse)
     size = labelled.num_positions
     actions, values = [], []
@@ -172,9 +179,20 @@ def make_evaluator(
       num_simulations: the agent's simulations per move (default: the run's).
       mesh: split the games over these devices (as many of them as divide num_games / 2; see
         `arena.run_games`), the variables replicated on each. Default: one device.
+    Raises:
+      ValueError: "perfect" among the opponents of a Connect Four run: its games start from the empty board,
+        whose first moves take the solver minutes each.
     """
     game = games.make(config.game)
     specs = tuple(opponents) if opponents is not None else default_opponents(config.game)
+    if game.name == "connect_four" and "perfect" in [spec.strip() for spec in specs]:
+        minimum = bots_lib.CONNECT_FOUR_PERFECT_MIN_STONES
+        raise ValueError(
+            "Connect Four's perfect player cannot be an opponent in the evaluation during training: its games start "
+            f"from the empty board, whose first moves take the solver minutes (it needs openings of {minimum} or "
+            "more stones). Leave it out (the network is judged against perfect play on the solved positions: "
+            f"eval/optimal_move_rate) and play it after training: azjax eval RUN perfect --opening-moves {minimum}"
+        )
     solution = solver_lib.solve(game) if "perfect" in specs else None
     bots = [bots_lib.make_bot(spec, game, solution=solution) for spec in specs]
     names = ["eval/" + spec.replace(":", "") for spec in specs]

@@ -10,6 +10,7 @@ functions, so the loop is tested with a script and runs in a notebook.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import sys
 from collections.abc import Callable
@@ -18,7 +19,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from azjax.bots import Analysis, Bot
+from azjax.arena import non_ending_moves
+from azjax.bots import Analysis, Bot, solve_timeouts_raised
 from azjax.games import Game, State
 
 QUIT_WORDS = ("quit", "q", "exit")
@@ -59,10 +61,13 @@ def play_game(
       output_fn: shows one message, which may hold several lines (default `print`).
       show_analysis: show the agent's value and candidate moves with each of its moves.
       num_candidates: how many candidate moves to show.
-      opening_moves: uniformly random moves played first (shown, and recorded in the moves); a move that would
-        end the game is skipped, so the opening may be shorter.
+      opening_moves: moves played first, uniformly random among those that do not end the game
+        (`arena.non_ending_moves`; shown, and recorded in the moves); shorter only where every legal move would
+        end the game.
     Returns:
       The moves, the person's seat, the outcome for the person (None if they quit) and the last state.
+    Raises:
+      SolveTimeout: Connect Four's perfect player gave up on a position (see `bots.perfect_bot`).
     """
     key = jax.random.key(0) if key is None else key
     input_fn = input_fn or _terminal_input
@@ -72,13 +77,13 @@ def play_game(
     step = jax.jit(game.step)
     state = game.init(init_key)
     moves: list[str] = []
+    keep_going = jax.jit(functools.partial(non_ending_moves, game))
     for i in range(opening_moves):
-        mask = state.legal_action_mask
-        action = int(jax.random.categorical(jax.random.fold_in(opening_key, i), jnp.where(mask, 0.0, -jnp.inf)))
-        moved = step(state, action)
-        if bool(moved.terminated):
+        mask = keep_going(jax.tree.map(lambda x: x[None], state))[0]
+        if not bool(mask.any()):
             break
-        state = moved
+        action = int(jax.random.categorical(jax.random.fold_in(opening_key, i), jnp.where(mask, 0.0, -jnp.inf)))
+        state = step(state, action)
         moves.append(game.action_to_string(action))
     if moves:
         output_fn(f"Opening ({len(moves)} random moves): {' '.join(moves)}")
@@ -102,11 +107,12 @@ def play_game(
         else:
             batch = jax.tree.map(lambda x: x[None], state)
             agent_key_now = jax.random.fold_in(agent_key, len(moves))
-            if analyse_remembering is None:
-                analysis = jax.device_get(analyse(agent_key_now, batch))
-            else:
-                analysis, memory = analyse_remembering(agent_key_now, batch, memory)
-                analysis = jax.device_get(analysis)
+            with solve_timeouts_raised():  # Connect Four's perfect player may give up on an early position
+                if analyse_remembering is None:
+                    analysis = jax.device_get(analyse(agent_key_now, batch))
+                else:
+                    analysis, memory = analyse_remembering(agent_key_now, batch, memory)
+                    analysis = jax.device_get(analysis)
             action = int(analysis.action[0])
             shown = describe_move(game, bot.name, analysis, show_analysis=show_analysis, num_candidates=num_candidates)
             output_fn(shown)
@@ -193,7 +199,8 @@ def describe_move(
         visits = np.asarray(analysis.visits[0])
         ranked = sorted(np.flatnonzero(visits > 0), key=lambda a: (-visits[a], a != action, -policy[a]))
         candidates = [
-            f"{game.action_to_string(int(a))} {visits[a]} visits, value {action_values[a]:+.2f}, policy {policy[a]:.0%}"
+            f"{game.action_to_string(int(a))} {int(visits[a])} visits, value {action_values[a]:+.2f}, "
+            f"policy {policy[a]:.0%}"
             for a in ranked[:num_candidates]
         ]
         if candidates:

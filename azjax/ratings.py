@@ -98,14 +98,16 @@ def fit_elo(
 
 def _unbounded(scores: np.ndarray, games: np.ndarray) -> np.ndarray:
     """[K] +1 for agents that won every game they played, -1 for those that lost every one, 0 for the rest;
-    repeated after setting those aside, since an agent may be unbeaten only by the remaining ones."""
+    repeated after setting those aside, since an agent may be unbeaten only by the remaining ones. Each round sets
+    aside at least one agent or ends, so it ends within K rounds (also when every agent is set aside: A won all
+    its games against B, the only other agent)."""
     sign = np.zeros(scores.shape[0], np.int64)
     while True:
         rest = sign == 0
         total = (games * rest[None, :]).sum(axis=1)
         points = (scores * rest[None, :]).sum(axis=1)
         new = rest & (total > 0) & ((points >= total) | (points <= 0))
-        if not new.any() or new.sum() == rest.sum():
+        if not new.any():
             return sign
         sign[new & (points >= total)] = 1
         sign[new & (points <= 0)] = -1

@@ -185,6 +185,19 @@ def test_perfect_analysis(ttt, perfect):
     assert np.isnan(analysis.action_values[0, 0])  # a1 is taken
 
 
+def test_connect_four_perfect_giving_up_stops_the_match_with_solve_timeout(c4):
+    """The solver's SolveTimeout crosses `jax.pure_callback` as a JaxRuntimeError; the match raises it as
+    SolveTimeout again, saying what to do. The empty board takes minutes: a 0.05 s limit runs out at once."""
+    from azjax.solver.connect_four import SolveTimeout
+
+    impatient = bots.perfect_bot(c4, max_seconds=0.05)
+    with pytest.raises(SolveTimeout, match="gave up on a position: solving a position with") as error:
+        arena.play(jax.random.key(0), c4, impatient, bots.random_bot(), 2)
+    assert f"--opening-moves {bots.CONNECT_FOUR_PERFECT_MIN_STONES}" in str(error.value)
+    with pytest.raises(ValueError, match="other"), bots.solve_timeouts_raised():  # other errors pass unchanged
+        raise ValueError("other")
+
+
 # --------------------------------------------------------------------------------------------------------------
 # Specs
 

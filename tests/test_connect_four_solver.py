@@ -188,6 +188,17 @@ def test_a_search_past_its_time_limit_stops_with_a_clear_error():
         c4.Solver(max_seconds=0.01).solve([3])
 
 
+def test_the_empty_board_is_searched_not_read_from_an_empty_table():
+    """The empty board's key is 0: an empty slot must not read as its entry (bounds 0, 0: a draw in 4 nodes).
+    Solving it takes minutes, so a short time limit must run out, fresh and after `reset`."""
+    solver = c4.Solver(max_seconds=0.2)
+    with pytest.raises(c4.SolveTimeout):
+        solver.solve([])
+    solver.reset()
+    with pytest.raises(c4.SolveTimeout):
+        solver.solve([])
+
+
 @pytest.mark.slow
 def test_the_first_move_values_are_the_published_ones(solver):
     """From the empty board the centre column wins for the first player, its neighbours draw, the rest lose."""

@@ -129,6 +129,51 @@ def test_repeated_games_count_once(ttt, opening_moves, distinct):
         assert high - low > 1.5 * (high_200 - low_200)
 
 
+def _opening_positions(moves: np.ndarray, num_moves: int) -> list[tuple]:
+    """Tic-tac-toe: the position each opening (the first `num_moves` of each row) reaches, whatever the order."""
+    return [(frozenset(row[0:num_moves:2].tolist()), frozenset(row[1:num_moves:2].tolist())) for row in moves]
+
+
+def test_openings_are_distinct_positions_not_move_orders(ttt):
+    """Three moves reach 252 positions of tic-tac-toe by 504 move orders (X a1 O b2 X c3 = X c3 O b2 X a1): 100
+    pairs get 100 different positions, not only 100 different move lists."""
+    games_ = run(ttt, first_cell, last_cell, 200, opening_moves=3, seed=7)
+    assert len(set(_opening_positions(np.asarray(games_.moves[:100]), 3))) == 100
+
+
+def test_transposed_openings_are_one_game_for_deterministic_agents(ttt):
+    """With 300 pairs for 252 positions some must repeat, through other move orders too: deterministic agents
+    play one game per position and seat, and that is what the distinct games count."""
+    games_ = run(ttt, first_cell, last_cell, 600, opening_moves=3, seed=8)
+    positions = _opening_positions(np.asarray(games_.moves[:300]), 3)
+    assert len({tuple(row) for row in np.asarray(games_.moves[:300, :3])}) > len(set(positions))  # transpositions
+    result = arena.summarize(games_, "first", "last")
+    assert result.distinct_games == 2 * len(set(positions)) and len(set(positions)) > 240
+    # The same two games by other opening move orders: one game per seat.
+    moves = np.array([[0, 4, 8, 1, 2, 7, -1], [8, 4, 0, 1, 2, 7, -1]])
+    seat, start, opened = np.zeros(2, np.int32), np.ones((2, 2), np.uint32), np.full(2, 3)
+    assert arena.count_distinct(seat, moves, start=start, opening_length=opened) == 1
+    assert arena.count_distinct(seat, moves) == 2
+
+
+def test_openings_have_the_length_asked_for(ttt):
+    """Random 6-move openings of tic-tac-toe could win on move 5; those moves are not drawn, so every opening has
+    6 moves and leaves the game going (the arena and `azjax play` share `non_ending_moves`)."""
+    games_ = run(ttt, first_cell, last_cell, 200, opening_moves=6, seed=9)
+    np.testing.assert_array_equal(games_.opening_length, 6)
+    states = positions_after(ttt, np.asarray(games_.moves[:, :6]))
+    assert not np.any(states.terminated)
+    board = ttt.from_ascii("X X .\nO O .\n. . .")  # X to move: c1 wins, the rest go on
+    keep_going = jax.jit(functools.partial(arena.non_ending_moves, ttt))(jax.tree.map(lambda x: x[None], board))
+    assert np.flatnonzero(np.asarray(keep_going[0])).tolist() == [5, 6, 7, 8]
+
+
+def positions_after(game, moves: np.ndarray):
+    from azjax.solver import positions
+
+    return positions.states_from_moves(game, moves.tolist())
+
+
 def test_play_opening(ttt):
     states = jax.vmap(ttt.init)(jax.random.split(jax.random.key(0), 64))
     num_moves = jnp.arange(64) % 3  # 0, 1 or 2 moves: none of them can end a game
@@ -239,6 +284,16 @@ def test_fit_elo_unbeaten_agents():
     assert np.all(np.isfinite(with_prior.ratings)) and with_prior.ratings[2] < -200
 
 
+def test_fit_elo_an_agent_that_won_every_game_is_infinitely_far():
+    # Two agents, A won all 10 games: no finite maximum-likelihood gap (not a large finite one).
+    scores, games_ = np.array([[0, 10], [0, 0]]), np.array([[0, 10], [10, 0]])
+    fit = ratings.fit_elo(scores, games_)
+    assert fit.ratings.tolist() == [0.0, -math.inf] and fit.standard_errors[0] == 0.0
+    assert math.isnan(fit.standard_errors[1])
+    assert ratings.fit_elo(scores, games_, anchor=1).ratings.tolist() == [math.inf, 0.0]
+    assert np.all(np.isfinite(ratings.fit_elo(scores, games_, prior_draws=1.0).ratings))
+
+
 def test_score_matrices_and_table():
     # x-y replayed 10 distinct games 4 times each: they weigh a quarter of their number of games.
     matches = [MatchResult("random", "x", 10, 0, 30, 5, 0, 15, 6.0, 40),
@@ -312,6 +367,15 @@ def test_connect_four_evaluation_judges_the_network_per_stratum(tiny_overrides):
     assert results["eval/optimal_move_rate"] == pytest.approx(np.mean(per_stratum))  # 1000 positions each
     assert 0.0 <= results["eval/value_accuracy"] <= 1.0
     assert "eval/score" not in results  # no opponents, no matches
+
+
+def test_connect_four_evaluation_refuses_the_perfect_opponent():
+    """The evaluation's games start from the empty board, where the solver takes minutes a move: it would stop
+    training after a minute (SolveTimeout), so it is refused up front, saying why."""
+    config = config_lib.get_config("connect_four", "cpu")
+    with pytest.raises(ValueError, match="empty board") as error:
+        evaluation.make_evaluator(config, opponents=("random", " perfect"))
+    assert "eval/optimal_move_rate" in str(error.value) and "--opening-moves 10" in str(error.value)
 
 
 def test_default_opponents():

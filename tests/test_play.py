@@ -80,6 +80,15 @@ def test_full_game_to_the_end(ttt, onestep, human_player):
     assert ("moving second" if human_player else "moving first") in out.splitlines()[0]
 
 
+def test_the_opening_has_the_moves_asked_for(ttt, onestep):
+    """Six random moves could win on move 5; such moves are not drawn (the arena's `non_ending_moves`), so every
+    opening has all six and the person (X) then moves."""
+    for seed in range(12):
+        record, out, _ = run(ttt, onestep, ["quit"], opening_moves=6, key=jax.random.key(seed))
+        assert len(record.moves) == 6 and not bool(record.final_state.terminated), seed
+        assert "Opening (6 random moves)" in out
+
+
 class Person:
     """Asks for 'help', then plays a random one of the legal moves it lists."""
 
@@ -189,13 +198,14 @@ def test_cli_play_connect_four_perfect_needs_an_opening(capsys):
     assert "--opening-moves 10" in err and len(err.strip().splitlines()) == 1
 
 
-def test_describe_move_shows_what_decided_a_search(ttt):
+@pytest.mark.parametrize("dtype", [jnp.int32, jnp.float32])  # counts, whatever dtype a search gives them in
+def test_describe_move_shows_what_decided_a_search(ttt, dtype):
     analysis = Analysis(
         action=jnp.array([8]),
         policy=jnp.array([[0.1, 0, 0, 0, 0.6, 0, 0, 0, 0.3]]),
         value=jnp.array([0.25]),
         action_values=jnp.array([[0.5, jnp.nan, jnp.nan, jnp.nan, -0.25, jnp.nan, jnp.nan, jnp.nan, 0.75]]),
-        visits=jnp.array([[2, 0, 0, 0, 2, 0, 0, 0, 4]]),
+        visits=jnp.array([[2, 0, 0, 0, 2, 0, 0, 0, 4]], dtype),
     )
     assert play.describe_move(ttt, "az", analysis).splitlines()[2] == (
         "  most searched: c3 4 visits, value +0.75, policy 30%; b2 2 visits, value -0.25, policy 60%; "

@@ -40,12 +40,28 @@ def test_the_shipped_sets_hold_1000_positions_per_stratum(labelled):
     assert len(np.unique(boards, axis=0)) == labelled.num_positions
 
 
+def test_action_outcomes_hold_only_the_contract_values(labelled):
+    assert set(np.unique(labelled.action_outcomes).tolist()) == {positions.ILLEGAL, -1, 0, 1}
+    legal = np.asarray(labelled.states.legal_action_mask)
+    assert ((labelled.action_outcomes != positions.ILLEGAL) == legal).all()
+
+
+def test_a_full_column_is_no_mistake(labelled):
+    """A position whose legal moves are all equally good cannot be erred in, whatever columns are full."""
+    legal = np.asarray(labelled.states.legal_action_mask)
+    all_optimal = ~np.any(legal & ~labelled.optimal_actions, axis=1)
+    full_and_all_optimal = all_optimal & ~legal.all(axis=1)
+    assert full_and_all_optimal.sum() > 100
+    assert not labelled.can_err[full_and_all_optimal].any()
+    assert labelled.can_err.sum() == np.sum(~all_optimal)
+
+
 def test_end_game_labels_match_exhaustive_minimax(labelled):
     rows = np.flatnonzero(labelled.stratum == sets.STRATA.index("end-easy"))[:60]
     moves, _, _ = sets.read(sets.DATA_DIR / "end-easy.txt")
     for row, line in zip(rows, moves[:60], strict=True):
         expected = _reference_move_scores(_grid(line), len(line), {})
-        outcomes = [c4.ILLEGAL if s is None else int(np.sign(s)) for s in expected]
+        outcomes = [positions.ILLEGAL if s is None else int(np.sign(s)) for s in expected]
         assert labelled.action_outcomes[row].tolist() == outcomes
         assert labelled.scores[row] == max(s for s in expected if s is not None)
 
@@ -63,7 +79,7 @@ def test_regenerating_gives_the_shipped_files(tmp_path):
 
 
 def test_a_random_agent_keeps_the_outcome_in_about_60_percent(labelled):
-    legal = labelled.action_outcomes != c4.ILLEGAL
+    legal = labelled.action_outcomes != positions.ILLEGAL
     expected = labelled.optimal_actions.sum(axis=1) / legal.sum(axis=1)  # its chance in each position
     for stage in ("begin", "middle", "end"):
         chosen = np.char.startswith(np.array(labelled.strata)[labelled.stratum], stage)
@@ -109,6 +125,22 @@ def test_judge_counts_per_stratum_with_intervals():
     assert flat["eval/optimal_move_rate"] == pytest.approx(2 / 3)
     assert flat["eval/optimal_move_rate/b"] == 0.0
     assert "b" in report.format()
+
+
+def test_value_accuracy_leaves_out_positions_without_an_estimate():
+    """A NaN value is no estimate: not a guess of a draw (the drawn position 1 would count as a hit), and not in
+    the total."""
+    game = games.make("connect_four")
+    labelled = positions.LabelledPositions(
+        states=positions.states_from_moves(game, [[3], [3, 3], [0]]),
+        action_outcomes=np.array([[-1, 0, 1, 1, 1, 0, -1], [0] * 7, [-1, -1, -1, 0, -1, -1, -1]], np.int8),
+        stratum=np.zeros(3, np.int32),
+        strata=("all",),
+    )
+    values = np.array([0.9, np.nan, np.nan])
+    assert np.asarray(positions.value_hits(labelled, values)).tolist() == [True, False, False]
+    report = positions.judge(labelled, np.array([2, 0, 3]), values)
+    assert (report.values["all"].hits, report.values["all"].total) == (1, 1)
 
 
 def test_tic_tac_toe_positions_are_every_reachable_position():

@@ -39,6 +39,9 @@ _BOARD = _U(int(_BOTTOM) * ((1 << HEIGHT) - 1))  # every playable cell (guard ce
 _COLUMNS = np.array([((1 << HEIGHT) - 1) << (column * (HEIGHT + 1)) for column in range(WIDTH)], np.uint64)
 _ORDER = np.array([3, 2, 4, 1, 5, 0, 6], np.int64)  # centre first: the better moves, on average
 _TABLE_SIZE = 8_388_593  # a prime; the table takes ~80 MB (key, lower and upper bound per entry)
+# An empty slot's key: every key (position + mask) is below 2**49, and 0 is the empty board's, so a table of
+# zeros would hold the empty board with the bounds (0, 0) of a draw.
+_EMPTY_KEY = _U(2**64 - 1)
 _NO_BOUND = 100  # beyond any score: an entry without a lower (upper) bound holds -100 (+100)
 _CHECK_EVERY = 1 << 16  # nodes between checks of the deadline
 
@@ -281,7 +284,7 @@ class Solver:
     def __init__(self, *, max_seconds: float | None = None):
         """`max_seconds`: give up on a search after about this long (`SolveTimeout`); None searches to the end."""
         self.max_seconds = max_seconds
-        self._keys = np.zeros(_TABLE_SIZE, np.uint64)
+        self._keys = np.full(_TABLE_SIZE, _EMPTY_KEY, np.uint64)
         self._lower = np.zeros(_TABLE_SIZE, np.int8)
         self._upper = np.zeros(_TABLE_SIZE, np.int8)
         self._moves = np.zeros((NUM_CELLS + 1, WIDTH), np.uint64)  # scratch for move ordering
@@ -290,7 +293,7 @@ class Solver:
 
     def reset(self) -> None:
         """Empties the transposition table (results never depend on it; only speed does)."""
-        self._keys[:] = 0
+        self._keys[:] = _EMPTY_KEY
 
     def _run(self, position: int, mask: int, num_moves: int, weak: bool = False) -> int:
         # Without a time limit one search; with one, searches with a doubling node budget, checking the clock

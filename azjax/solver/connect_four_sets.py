@@ -160,7 +160,8 @@ def write(sets: dict[str, list[tuple[tuple[int, ...], int, np.ndarray | None]]],
 
 
 def read(path: pathlib.Path) -> tuple[list[list[int]], np.ndarray, np.ndarray]:
-    """One set file: the move lists, exact scores int8 [N] and outcomes int8 [N, 7].
+    """One set file: the move lists, exact scores int8 [N] and outcomes int8 [N, 7] (+1, 0, -1, and the
+    solver's `connect_four.ILLEGAL` for a full column).
 
     Raises:
       ValueError: the file is missing, from another format, truncated or malformed; the message names the file
@@ -209,9 +210,13 @@ def load(directory: pathlib.Path = DATA_DIR):
         outcomes.append(set_outcomes)
         stratum.append(np.full(len(moves), index, np.int32))
     states = positions.states_from_moves(game, all_moves)
-    action_outcomes = np.concatenate(outcomes)
+    raw = np.concatenate(outcomes)
+    # LabelledPositions marks a full column with its own ILLEGAL, not the solver's score (-128): can_err and
+    # every other consumer test for that one value.
+    action_outcomes = np.where(raw == c4.ILLEGAL, positions.ILLEGAL, raw).astype(np.int8)
     legal = np.asarray(states.legal_action_mask)
-    mismatch = np.flatnonzero(np.asarray(states.terminated) | (legal != (action_outcomes != c4.ILLEGAL)).any(1))
+    mismatch = np.flatnonzero(
+        np.asarray(states.terminated) | (legal != (action_outcomes != positions.ILLEGAL)).any(1))
     if mismatch.size:
         row = int(mismatch[0])
         name = STRATA[int(np.concatenate(stratum)[row])]

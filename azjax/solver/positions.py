@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from azjax.games import Game, State
+from azjax.ratings import wilson_interval
 
 ILLEGAL = -2  # the outcome entry of an illegal action
 
@@ -178,8 +179,6 @@ class Rate:
 
     @property
     def interval(self) -> tuple[float, float]:
-        from azjax.arena import wilson_interval  # late: the arena imports the agents, which import the solver
-
         return wilson_interval(self.rate, self.total) if self.total else (float("nan"), float("nan"))
 
     def __str__(self) -> str:
@@ -198,16 +197,18 @@ def hits(labelled: LabelledPositions, actions: jax.typing.ArrayLike) -> jax.Arra
 
 def value_hits(labelled: LabelledPositions, values: jax.typing.ArrayLike) -> jax.Array:
     """bool [N]: whether each value (float [N], for the player to move, in [-1, 1]) names the outcome, with
-    -1/3 and 1/3 splitting loss, draw and win. Jittable."""
+    -1/3 and 1/3 splitting loss, draw and win. Jittable. A NaN value (no estimate) names nothing: a miss here,
+    and `judge` leaves such positions out of the value accuracy."""
     values = jnp.asarray(values)
     predicted = jnp.where(values > 1 / 3, 1, jnp.where(values < -1 / 3, -1, 0))
-    return predicted == jnp.asarray(labelled.outcomes, jnp.int32)
+    return jnp.isfinite(values) & (predicted == jnp.asarray(labelled.outcomes, jnp.int32))
 
 
 @dataclasses.dataclass(frozen=True)
 class Report:
     """Optimal-move rates per stratum and in all ("all"), over every position and over those where a mistake is
-    possible ("can err"); and the value accuracy where values were given."""
+    possible ("can err"); and the value accuracy where values were given, over the positions with a finite value
+    (an agent's NaN is no estimate, not a guess of a draw: each `Rate`'s total counts the positions judged)."""
 
     moves: dict[str, Rate]
     moves_can_err: dict[str, Rate]
@@ -235,10 +236,12 @@ class Report:
 
 
 def judge(labelled: LabelledPositions, actions: np.ndarray, values: np.ndarray | None = None) -> Report:
-    """Judges an agent's moves (int [N]) and, if given, its values (float [N], for the player to move) on the
-    labelled positions: per stratum and in all."""
+    """Judges an agent's moves (int [N]) and, if given, its values (float [N], for the player to move; NaN where
+    it has no estimate, and those positions are left out of the value accuracy) on the labelled positions: per
+    stratum and in all."""
     move_hits = np.asarray(hits(labelled, actions))
     value_ok = None if values is None else np.asarray(value_hits(labelled, values))
+    valued = None if values is None else np.isfinite(np.asarray(values))
     can_err = labelled.can_err
     groups = {name: labelled.stratum == index for index, name in enumerate(labelled.strata)}
     if len(groups) > 1:
@@ -254,5 +257,5 @@ def judge(labelled: LabelledPositions, actions: np.ndarray, values: np.ndarray |
     return Report(
         moves=rates(move_hits, everywhere),
         moves_can_err=rates(move_hits, can_err),
-        values=None if value_ok is None else rates(value_ok, everywhere),
+        values=None if value_ok is None or valued is None else rates(value_ok, valued),
     )

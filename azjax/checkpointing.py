@@ -358,6 +358,13 @@ class CheckpointManager:
             with ocp.Checkpointer(ocp.CompositeCheckpointHandler()) as checkpointer:
                 restored = checkpointer.restore(path.absolute(), args=args)
         except Exception as error:  # noqa: BLE001 - orbax and tensorstore raise many types: "cannot be read"
+            if required and "not compatible with the stored shape" in str(error):  # orbax's words for it
+                raise CheckpointError(
+                    f"checkpoint {path} holds arrays of other shapes than its config gives today "
+                    f"({_first_line(error).split('. ')[0]}): the game (its observation_shape or num_actions) or the "
+                    "network's code changed since it was saved; its files are intact: keep it, and read it with the "
+                    "code that trained it (for a game of your own, the game as it was then)"
+                ) from None
             if required:  # its bytes are verified: not damaged, so never advise deleting it
                 raise CheckpointError(
                     f"checkpoint {path} could not be read, though its files are intact (they match its manifest's "

@@ -119,11 +119,14 @@ def init_run_state(config: Config, key: jax.Array | None = None) -> RunState:
     """A fresh run: initial network, optimizer state, empty replay buffer and B new games (key: default from
     `config.seed`). One compiled program, which jax's compilation cache keeps: run op by op, the initialisation
     compiled each of its ~100 small operations apart, ~5 s of every run's start on the CPU."""
-    return _init_run_state(config, jax.random.key(config.seed) if key is None else key)
+    # The game's definition is part of the compiled program's key: a game registered anew under the same name (an
+    # edited game, a notebook cell rerun) has the same config but may have another observation or start.
+    return _init_run_state(config, games.definition(config.game), jax.random.key(config.seed) if key is None else key)
 
 
-@functools.partial(jax.jit, static_argnums=0)
-def _init_run_state(config: Config, key: jax.Array) -> RunState:
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _init_run_state(config: Config, game_definition: object, key: jax.Array) -> RunState:
+    del game_definition  # only a key of jit's cache
     parts = make_components(config)
     network_key, selfplay_key, run_key = jax.random.split(key, 3)
     variables = init_variables(parts.network, network_key, parts.game.observation_shape)

@@ -208,6 +208,29 @@ def test_pending_counts_of_a_run_that_dropped_unfinished_games_are_not_restored(
     assert np.asarray(restored.selfplay.pending).tolist() == [0] * config.selfplay.num_games
 
 
+def test_a_game_whose_observation_changed_since_the_checkpoint_is_a_clear_error(tmp_path):
+    """A user edits their game's observation after training: its checkpoints no longer fit the network the config
+    builds. The error says so (not "report this"), and the checkpoint stays. (It also checks that the compiled
+    start of a run is not reused for a game registered anew under the same name.)"""
+    base = azjax.games.make("tic_tac_toe")
+
+    def two_planes():
+        return base
+
+    def three_planes():
+        return dataclasses.replace(base, observation_shape=(3, 3, 3), observe=lambda s: jnp.concatenate(
+            [base.observe(s), jnp.zeros((3, 3, 1))], axis=-1))
+
+    azjax.games.register("edited_game", two_planes, overwrite=True)
+    config = run_config(**{"game": "edited_game"})
+    manager = checkpointing.CheckpointManager(tmp_path / "run")
+    manager.save(training.init_run_state(config), config)
+    azjax.games.register("edited_game", three_planes, overwrite=True)
+    with pytest.raises(checkpointing.CheckpointError, match=r"other shapes .* observation_shape .* keep it"):
+        checkpointing.CheckpointManager(tmp_path / "run").restore_model()
+    assert checkpointing.latest_iteration(tmp_path / "run") == 0
+
+
 # ------------------------------------------------------------------------------------------------------------
 # The checkpoint manager
 

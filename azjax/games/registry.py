@@ -137,6 +137,14 @@ def presets(name: str) -> Mapping[str, Any]:
     return {} if entry is None else entry.presets
 
 
+def definition(name: str) -> Callable[..., Game] | None:
+    """The factory that `make(name)` calls today (None for a pgx environment): a token of the game's definition,
+    which changes when a game is registered anew (a notebook cell rerun with an edited game), for caches keyed by
+    a config, whose game is only a name."""
+    entry = _resolve(name)
+    return None if entry is None else entry.factory
+
+
 def make(name: str, **options) -> Game:
     """Builds the game `name` (any form of the module docstring) with its options, e.g. `make("tic_tac_toe")`,
     `make("pgx:go_9x9")`, `make("hex5:make_hex5")`.

@@ -588,17 +588,24 @@ def test_checkpoint_of_an_older_format_plays_but_does_not_resume(runs, tmp_path)
     assert azjax.load_agent(run_dir).config == run_config()  # its network still loads
 
 
-def test_checkpoint_of_a_newer_azjax_is_kept_and_names_the_upgrade(runs, tmp_path):
-    """A checkpoint whose saved config has a field this azjax lacks (a newer azjax added it) is intact: the error
-    says to upgrade, and never to delete it."""
+def copy_with_saved_search_field(runs, tmp_path: Path, name: str, value) -> tuple[Path, Path]:
+    """A copy of the straight run whose last checkpoint was saved with search.`name` = `value`, consistent with
+    its manifest (as an azjax that wrote it so would leave it): (run directory, checkpoint directory)."""
     run_dir = tmp_path / "run"
     shutil.copytree(runs["root"] / "straight", run_dir)
     step_dir = run_dir / "checkpoints" / str(2 * N)
     meta_file = step_dir / "meta" / "metadata"
     meta = json.loads(meta_file.read_text())
-    meta["config"]["search"]["a_field_from_the_future"] = 1
+    meta["config"]["search"][name] = value
     meta_file.write_text(json.dumps(meta))
-    checkpointing._write_manifest(step_dir)  # as that azjax wrote it, consistent with its files
+    checkpointing._write_manifest(step_dir)
+    return run_dir, step_dir
+
+
+def test_checkpoint_of_a_newer_azjax_is_kept_and_names_the_upgrade(runs, tmp_path):
+    """A checkpoint whose saved config has a field this azjax lacks (a newer azjax added it) is intact: the error
+    says to upgrade, and never to delete it."""
+    run_dir, step_dir = copy_with_saved_search_field(runs, tmp_path, "a_field_from_the_future", 1)
     with pytest.raises(checkpointing.CheckpointError, match="newer azjax") as caught:
         azjax.load_agent(run_dir)
     assert "a_field_from_the_future" in str(caught.value) and "delete" not in str(caught.value)
@@ -614,14 +621,7 @@ def test_checkpoint_of_a_newer_azjax_is_kept_and_names_the_upgrade(runs, tmp_pat
 def test_checkpoint_whose_config_this_azjax_rejects_is_kept(runs, tmp_path):
     """A checkpoint whose saved config fails this azjax's checks (an azjax that allowed the value wrote it) is
     intact: the error says to keep it, never that it is damaged or to delete it."""
-    run_dir = tmp_path / "run"
-    shutil.copytree(runs["root"] / "straight", run_dir)
-    step_dir = run_dir / "checkpoints" / str(2 * N)
-    meta_file = step_dir / "meta" / "metadata"
-    meta = json.loads(meta_file.read_text())
-    meta["config"]["search"]["dirichlet_alpha"] = 0.0
-    meta_file.write_text(json.dumps(meta))
-    checkpointing._write_manifest(step_dir)  # as that azjax wrote it, consistent with its files
+    run_dir, _ = copy_with_saved_search_field(runs, tmp_path, "dirichlet_alpha", 0.0)
     with pytest.raises(checkpointing.CheckpointError, match="this azjax rejects") as caught:
         azjax.load_agent(run_dir)
     message = str(caught.value)

@@ -35,6 +35,7 @@ half a loss, with the first `random` agent (else the first agent) anchored at 0;
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import math
@@ -47,9 +48,9 @@ import numpy as np
 from flax import struct
 from jax.sharding import Mesh, PartitionSpec
 
-from azjax import parallel
+from azjax import memory, parallel
 from azjax.bots import Bot, Memory, random_analysis, solve_timeouts_raised
-from azjax.games import Game, State
+from azjax.games import Game, State, lookahead
 from azjax.parallel import DATA_AXIS
 from azjax.ratings import Z_95, EloFit, elo_from_score, fit_elo, wilson_interval
 from azjax.ratings import expected_score as expected_score  # re-exported: azjax.arena was its first home
@@ -59,7 +60,6 @@ AgentFn = Callable[[jax.Array, State], jax.Array]  # (key, states [B]) -> action
 Player = AgentFn | Bot  # a bot with a memory (tree reuse) keeps it in a match; any other plays by its moves alone
 
 OPENING_CANDIDATES = 4  # openings played per pair of games, among which distinct ones are chosen
-STEP_ALL_BATCH = 32  # `non_ending_moves` steps this many actions of every state at once (Brandub has 1176)
 
 
 def random_agent(key: jax.Array, states: State) -> jax.Array:
@@ -104,16 +104,11 @@ def play_opening(
 def non_ending_moves(game: Game, states: State) -> jax.Array:
     """bool [B, A]: the legal moves of each state after which the game goes on (none for a terminal state).
 
-    Steps every action of every state, as `bots.onestep_analysis` does, `STEP_ALL_BATCH` actions at a time so
-    that a game with many actions does not hold B * A states at once. Batched, jittable; the one rule for the
-    openings of the arena and of `azjax play`.
+    Steps every legal move of every state a few at a time (`games.lookahead`), so that a game with many actions
+    does not hold B * A states at once. Batched, jittable; the one rule for the openings of the arena and of
+    `azjax play`.
     """
-    def ended_after(action: jax.Array) -> jax.Array:
-        return jax.vmap(game.step, in_axes=(0, None))(states, action).terminated  # [B]
-
-    actions = jnp.arange(game.num_actions, dtype=jnp.int32)
-    ended = jax.lax.map(ended_after, actions, batch_size=min(STEP_ALL_BATCH, game.num_actions))  # [A, B]
-    return states.legal_action_mask & ~ended.T & ~states.terminated[:, None]
+    return states.legal_action_mask & ~lookahead.ending_moves(game, states)
 
 
 def _opening(
@@ -417,6 +412,52 @@ def play_games(
                      opening_agent=opening_agent, mesh=mesh, compact=compact)
 
 
+_compiled_matches: collections.OrderedDict = collections.OrderedDict()  # newest last, at most MAX_COMPILED_MATCHES
+MAX_COMPILED_MATCHES = 16
+
+
+def play_games_within_memory(
+    key: jax.Array,
+    game: Game,
+    agent_a: Player,
+    agent_b: Player,
+    num_games: int,
+    *,
+    opening_moves: int = 0,
+    opening_agent: AgentFn = random_agent,
+    mesh: Mesh | None = None,
+    compact: bool | None = None,
+) -> Games:
+    """`play_games`, compiled ahead and first checked against the devices' memory (`memory.check_fits`), so that
+    a match too large for them is refused in one line before it runs; compiled once per game, pair of agents and
+    settings (the last `MAX_COMPILED_MATCHES` are kept).
+
+    Raises:
+      memory.MemoryBudgetError: the match would need more memory than there is; nothing ran.
+    """
+    statics = dict(opening_moves=opening_moves, opening_agent=opening_agent, mesh=mesh, compact=compact)
+    signature = (game, agent_a, agent_b, num_games, *statics.values(), key.shape, key.dtype)
+    compiled = _compiled_matches.pop(signature, None)
+    if compiled is None:
+        per_device = num_games // (mesh.size if mesh is not None else 1)
+        compiled = memory.compile_within_memory(
+            play_games.lower(key, game, agent_a, agent_b, num_games, **statics),
+            devices=list(mesh.devices.flat) if mesh is not None else None,
+            what=f"the match {agent_name(agent_a)} against {agent_name(agent_b)} ({per_device} games of {game.name} "
+                 "at once per device)",
+            lower_it="fewer games at once (azjax eval --games), or lighter agents")
+    _compiled_matches[signature] = compiled
+    while len(_compiled_matches) > MAX_COMPILED_MATCHES:
+        _compiled_matches.popitem(last=False)
+    return compiled(key)
+
+
+def agent_name(agent: Player) -> str:
+    """A bot's name, a bound `Bot.act`'s bot's, else the function's name."""
+    owner = getattr(agent, "__self__", agent)
+    return getattr(owner, "name", None) or getattr(agent, "__name__", None) or "an agent"
+
+
 # --------------------------------------------------------------------------------------------------------------
 # Statistics
 
@@ -531,8 +572,8 @@ def play(
       SolveTimeout: Connect Four's perfect player gave up on a position (see `bots.perfect_bot`).
     """
     with solve_timeouts_raised():
-        games = play_games(key, game, bot_a, bot_b, num_games, opening_moves=opening_moves,
-                           opening_agent=opening_agent, mesh=mesh)
+        games = play_games_within_memory(key, game, bot_a, bot_b, num_games, opening_moves=opening_moves,
+                                         opening_agent=opening_agent, mesh=mesh)
         return summarize(games, bot_a.name, bot_b.name)
 
 

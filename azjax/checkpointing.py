@@ -63,6 +63,7 @@ DEFAULT_BEST_METRIC = "eval/score"
 IDENTITY_FIELDS = ("game", "seed")
 
 _TEMPORARY_MARKERS = (".orbax-checkpoint-tmp", ".deleting", ".tmp-", ".staging")
+_REPLACED = ".replaced"  # a checkpoint set aside while a save replaces it (`CheckpointManager.save`)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -217,15 +218,19 @@ class CheckpointManager:
                 "version wrote it; its files are untouched: keep it, and read it with the azjax that wrote it"
             ) from None
 
-    def save(self, run_state: RunState, config: config_lib.Config, metrics: dict | None = None) -> Path:
+    def save(self, run_state: RunState, config: config_lib.Config, metrics: dict | None = None, *,
+             replace: bool = False) -> Path:
         """Saves the run state under its iteration number, then drops checkpoints no longer kept.
 
+        With `replace`, a checkpoint of the same iteration (saved before its evaluation, say) is replaced by this
+        one once this one is complete; a save killed midway leaves one of the two in place, never neither.
+
         Raises CheckpointError, writing nothing, if the network's parameters are not finite or that iteration is
-        already saved. Returns the checkpoint's directory.
+        already saved (without `replace`). Returns the checkpoint's directory.
         """
         step = int(run_state.iteration)
         path = self._step_dir(step)
-        if path.exists():
+        if path.exists() and not replace:
             raise CheckpointError(f"{path} already exists; iteration {step} is already saved")
         model, run = _split(run_state)
         if not _all_finite(model):
@@ -256,8 +261,13 @@ class CheckpointManager:
             checkpointer.save(staging.absolute(), args=args)
         if primary:
             _write_manifest(staging)
+            replaced = path.with_name(f".{step}{_REPLACED}")
+            if path.exists():  # set aside, not deleted, until the new one is in place (`_remove_temporaries`)
+                shutil.rmtree(replaced, ignore_errors=True)
+                path.rename(replaced)
             staging.rename(path)
             fsync_dir(self.directory)
+            shutil.rmtree(replaced, ignore_errors=True)
         self._meta[step] = meta
         if primary:
             self._prune()
@@ -396,9 +406,17 @@ class CheckpointManager:
                 self._meta.pop(step, None)
 
     def _remove_temporaries(self) -> None:
-        """Removes what a killed save or delete left behind (never a complete checkpoint)."""
+        """Removes what a killed save or delete left behind (never a complete checkpoint); a checkpoint set aside
+        by a replacing save killed before the new one was in place goes back."""
         if self.directory.is_dir():
             for path in self.directory.iterdir():
+                if path.name.endswith(_REPLACED):
+                    original = self.directory / path.name[1:].removesuffix(_REPLACED)
+                    if original.exists():
+                        shutil.rmtree(path, ignore_errors=True)
+                    else:
+                        path.rename(original)
+                    continue
                 if any(marker in path.name for marker in _TEMPORARY_MARKERS):
                     shutil.rmtree(path, ignore_errors=True)
 

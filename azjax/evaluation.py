@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
-from azjax import arena, games, parallel
+from azjax import arena, games, memory, parallel
 from azjax import bots as bots_lib
 from azjax import solver as solver_lib
 from azjax.agent import make_agent
@@ -29,6 +29,7 @@ from azjax.solver import positions as positions_lib
 
 AgentFn = Callable[[jax.Array, State], jax.Array]
 Evaluator = Callable[[jax.Array, dict], dict[str, float]]
+EVAL_GAMES = 64  # games against each baseline in the evaluation during training (half in each seat)
 
 __all__ = [
     "AgentFn",
@@ -104,7 +105,8 @@ def head_to_head(
     """
     with bots_lib.solve_timeouts_raised():
         match = arena.summarize(
-            arena.play_games(key, game, agent, opponent, 2 * num_games, opening_moves=opening_moves, mesh=mesh)
+            arena.play_games_within_memory(key, game, agent, opponent, 2 * num_games,
+                                           opening_moves=opening_moves, mesh=mesh)
         )
     as_first = {"wins": match.wins_as_first, "draws": match.draws_as_first, "losses": match.losses_as_first}
     as_second = {name: getattr(match, name) - count for name, count in as_first.items()}
@@ -119,12 +121,23 @@ def head_to_head(
 # Evaluation during training
 
 
-def default_opponents(game_name: str) -> tuple[str, ...]:
-    """The baselines a run of `game_name` is measured against while it trains (agent specs, see
-    `bots.make_bot`): random, one-ply tactics and UCT with 100 simulations, plus the perfect player for
-    tic-tac-toe."""
-    opponents = ("random", "onestep", "mcts:100")
-    return (*opponents, "perfect") if game_name == "tic_tac_toe" else opponents
+# UCT's random rollouts run to the end of the game at every simulation, so mcts:100 costs more a move the longer
+# the game (2-core CPU, 32 games at once, from the start: Brandub 19 s, Gomoku 15x15 2.9 s, Othello 8x8 1.4 s,
+# Gomoku 9x9 0.77 s, Othello 6x6 0.56 s, Connect Four 0.06 s): in games that may last this many moves or more
+# (Brandub 200, Gomoku 15x15 225, Othello 8x8 120 with its passes) an evaluation of 64 games against it would take
+# from minutes to an hour, so it plays no part in their evaluation during training.
+UCT_MAX_LENGTH = 100
+
+
+def default_opponents(game: Game | str) -> tuple[str, ...]:
+    """The baselines a run of `game` (a game or its name) is measured against while it trains (agent specs, see
+    `bots.make_bot`): random and one-ply tactics; UCT with 100 simulations for games shorter than
+    `UCT_MAX_LENGTH` moves (not Brandub, Gomoku 15x15 or Othello 8x8); the perfect player for tic-tac-toe."""
+    game = games.make(game) if isinstance(game, str) else game
+    opponents: tuple[str, ...] = ("random", "onestep")
+    if game.max_length < UCT_MAX_LENGTH:
+        opponents += ("mcts:100",)
+    return (*opponents, "perfect") if game.name == "tic_tac_toe" else opponents
 
 
 def judge_bot(
@@ -154,7 +167,7 @@ def make_evaluator(
     config: Config,
     *,
     opponents: Sequence[str] | None = None,
-    num_games: int = 64,
+    num_games: int = EVAL_GAMES,
     num_simulations: int | None = None,
     mesh: Mesh | None = None,
 ) -> Evaluator:
@@ -163,18 +176,20 @@ def make_evaluator(
     The run's agent (its network with its search, `num_simulations` or the run's, no root noise) plays
     `num_games` games (half in each seat) against each opponent; a score is (wins + draws / 2) / games, from the
     agent's side. "eval/score" is the mean over the opponents. Everything runs as one program, compiled at the
-    first call; later calls (new variables, same shapes) reuse it.
+    first call, after checking that it fits in memory (else `memory.MemoryBudgetError`, before anything runs);
+    later calls (new variables, same shapes) reuse it.
 
     For a game with labelled positions (`azjax.solver.positions`: tic-tac-toe's 4520 positions, Connect Four's
     six solved sets) the network alone (its top move, its value; no search) is also judged on them, by a second
     program that is only the network's forward pass: "eval/optimal_move_rate" (share of positions whose top move
     keeps the game-theoretic outcome), "eval/optimal_move_rate/<stratum>", "eval/optimal_move_rate_can_err..."
     (over positions where a mistake is possible), "eval/value_accuracy..." (the value's sign names the outcome),
-    and "positions_seconds", the time it took.
+    and "positions_seconds", the time it took. "eval_memory_bytes" is the memory the matches' program needs on
+    each device (XLA's memory analysis; absent where the backend gives none).
 
     Args:
       config: the run's config.
-      opponents: agent specs without run directories (default: `default_opponents(config.game)`).
+      opponents: agent specs without run directories (default: `default_opponents(game)`).
       num_games: games against each opponent (even).
       num_simulations: the agent's simulations per move (default: the run's).
       mesh: split the games over these devices (as many of them as divide num_games / 2; see
@@ -184,7 +199,7 @@ def make_evaluator(
         whose first moves take the solver minutes each.
     """
     game = games.make(config.game)
-    specs = tuple(opponents) if opponents is not None else default_opponents(config.game)
+    specs = tuple(opponents) if opponents is not None else default_opponents(game)
     if game.name == "connect_four" and "perfect" in [spec.strip() for spec in specs]:
         minimum = bots_lib.CONNECT_FOUR_PERFECT_MIN_STONES
         raise ValueError(
@@ -215,9 +230,21 @@ def make_evaluator(
     network_on_positions = jax.jit(functools.partial(_network_on_positions, config))
     states = None if labelled is None else parallel.replicate(labelled.states, mesh)
 
+    compiled: list[jax.stages.Compiled] = []  # the matches, compiled at the first call once known to fit
+    devices = list(mesh.devices.flat) if mesh is not None else None
+
     def evaluator(key: jax.Array, variables: dict) -> dict[str, float]:
         variables = parallel.replicate(variables, mesh)
-        results = {name: float(value) for name, value in parallel.fetch(evaluate(key, variables)).items()}
+        if not compiled:
+            compiled.append(memory.compile_within_memory(
+                evaluate.lower(key, variables), devices=devices,
+                what=f"the evaluation of {config.game} ({num_games} games against each of {', '.join(specs)})",
+                lower_it="fewer evaluation games (azjax train --eval-games), fewer or lighter opponents, or "
+                         "--eval-every 0"))
+        results = {name: float(value) for name, value in parallel.fetch(compiled[0](key, variables)).items()}
+        needed = memory.needed_memory(compiled[0])
+        if needed is not None:
+            results["eval_memory_bytes"] = float(needed)  # per device, by XLA's memory analysis
         if labelled is not None:
             tick = time.perf_counter()
             actions, values = parallel.fetch(network_on_positions(variables, states))

@@ -23,7 +23,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from azjax import checkpointing, evaluation, parallel, rundir
+from azjax import checkpointing, evaluation, memory, parallel, rundir
 from azjax.config import Config, ConfigError
 from azjax.training import (
     RunState,
@@ -69,6 +69,8 @@ def train(
     best_metric: str | None = checkpointing.DEFAULT_BEST_METRIC,
     eval_every: int = 0,
     evaluator: Callable[[jax.Array, dict], dict[str, float]] | None = None,
+    eval_games: int = evaluation.EVAL_GAMES,
+    eval_opponents: tuple[str, ...] | None = None,
     progress: bool = True,
     num_devices: int | None = None,
     log: Callable[[str], None] = print,
@@ -93,12 +95,17 @@ def train(
     (stop_reason "interrupted"); a second one stops at once. It writes the learning-curve plot when it stops.
 
     Every `eval_every` iterations (0 = never), and after the last iteration of a run that `max_seconds` stops (so
-    that its final network is scored), the current network plays fixed baselines: `evaluator(key,
-    variables)` (default `evaluation.make_evaluator(config)`: random, one-ply, UCT-100 and, for tic-tac-toe, the
-    perfect player, its games split over the run's devices; for games with labelled positions, also the network's
-    optimal-move rate and value accuracy on them) returns "eval/..." figures, which go into that iteration's
-    record (and so the metrics log, TensorBoard, the plot and the choice of the best checkpoint), with
-    "eval_seconds". The variables it gets are replicated over the run's devices.
+    that its final network is scored), the current network plays fixed baselines: `evaluator(key, variables)`
+    (default `evaluation.make_evaluator(config)` with `eval_games` games (even) against each of `eval_opponents`,
+    else `evaluation.default_opponents`: random, one-ply, UCT-100 for games shorter than 100 moves and, for
+    tic-tac-toe, the perfect player; its games split over the run's devices; for games with labelled positions,
+    also the network's optimal-move rate and value accuracy on them) returns "eval/..." figures, which go into
+    that iteration's record (and so the metrics log, TensorBoard, the plot and the choice of the best
+    checkpoint), with "eval_seconds". The variables it gets are replicated over the run's devices.
+
+    An evaluation never costs training: before the first one of this process the run is checkpointed, and an
+    evaluation that fails (one whose program would not fit in memory, `memory.MemoryBudgetError`, or any other
+    error) is reported in one line, after which training goes on without evaluations.
 
     Data parallelism: the games and the SGD batch are split over `num_devices` of `jax.devices()` (None:
     `default_layout(config)`, logged with its reason: as many as divide both `selfplay.num_games` and
@@ -142,15 +149,16 @@ def train(
     with _StopSignals(log) as stop:  # until train returns, SIGINT / SIGTERM only ask to stop between iterations
         if resumed_from is not None:
             run_state = checkpoints.restore(config)
-            log(f"Resuming {run_dir} from iteration {resumed_from} (training to {config.num_iterations}).")
-            if config.train.lr_schedule == "cosine":
-                log(_schedule_note(config, run_state))
         else:
             run_state = init_run_state(config)
         start_iteration = int(run_state.iteration)
         if start_iteration >= config.num_iterations:  # nothing to do: the run directory stays as it is
             log(f"{run_dir} has already trained {start_iteration} iterations; pass more --iterations to go on.")
             return TrainResult(run_state, [], resumed_from, "iterations", checkpoints.latest_step())
+        if resumed_from is not None:
+            log(f"Resuming {run_dir} from iteration {resumed_from} (training to {config.num_iterations}).")
+            if config.train.lr_schedule == "cosine":
+                log(_schedule_note(config, run_state))
         mesh = parallel.make_mesh(devices) if len(devices) > 1 else None
         if mesh is not None:
             run_state = shard_run_state(run_state, mesh)
@@ -159,7 +167,7 @@ def train(
             rundir.write_config(run_dir, config)
             rundir.truncate_metrics(run_dir, start_iteration)  # iterations after the checkpoint are redone
 
-        iteration_fn = jax.jit(make_train_iteration(config, mesh=mesh), donate_argnums=0)
+        iteration_fn = _compile_iteration(config, run_state, mesh, devices, log)
         positions_per_iteration = config.selfplay.num_games * config.selfplay.num_steps
         history: list[dict] = []
         writer = _tensorboard_writer(run_dir, purge_step=start_iteration + 1) if primary else None
@@ -168,6 +176,7 @@ def train(
         # The budget already spent, by iterations or time: the rest of it is spread over this session's seconds.
         time_start = float(budget_progress(run_state, config.num_iterations))
         stop_reason = "iterations"
+        evaluating, evaluated, saved_before_evaluation = eval_every > 0, False, None
         try:
             for iteration in range(start_iteration + 1, config.num_iterations + 1):
                 elapsed, interrupted = _agreed_progress(start, stop)
@@ -193,9 +202,19 @@ def train(
                     **metrics,
                 }
                 out_of_time = max_seconds is not None and _agreed_progress(start, stop)[0] >= max_seconds
-                if eval_every > 0 and (iteration % eval_every == 0 or out_of_time):  # the last network is scored
-                    evaluator = evaluator or evaluation.make_evaluator(config, mesh=mesh)  # compiled at its first call
-                    record.update(_evaluate(evaluator, config, iteration, run_state, bar.write if bar else log))
+                if evaluating and (iteration % eval_every == 0 or out_of_time):  # the last network is scored
+                    if not evaluated:  # its first run in this process: the training is saved before it
+                        saved_before_evaluation = _save_once(checkpoints, run_state, config, record)
+                    try:
+                        evaluator = evaluator or evaluation.make_evaluator(
+                            config, mesh=mesh, num_games=eval_games, opponents=eval_opponents)
+                        record.update(_evaluate(evaluator, config, iteration, run_state, bar.write if bar else log))
+                        evaluated = True
+                    except Exception as error:  # noqa: BLE001 - whatever fails in the evaluation, training goes on
+                        evaluating = False
+                        (bar.write if bar else log)(_evaluation_failed(error, iteration, checkpoints.latest_step()))
+                if record.get("sgd_steps", 1) == 0 and (not history or history[-1].get("sgd_steps", 1) > 0):
+                    (bar.write if bar else log)(_no_sgd_note(record, config))
                 history.append(record)
                 if primary:
                     _log_record(run_dir, writer, record)
@@ -204,7 +223,7 @@ def train(
                     bar.set_postfix_str(_summary(record))
                 # Evaluation metrics ("eval/...") belong in `record` by here, so that a new best is saved at once.
                 if iteration % checkpoint_every == 0 or checkpoints.is_new_best(record):
-                    checkpoints.save(run_state, config, record)
+                    checkpoints.save(run_state, config, record, replace=saved_before_evaluation == iteration)
                 if out_of_time:
                     stop_reason = "seconds"
                     break
@@ -293,7 +312,8 @@ def _check_run_dir(
     other = checkpointing.check_resumable(saved, config, run_dir, latest)
     if other:
         log(f"Resuming with changed settings: {'; '.join(other)}.")
-    if config.train.lr_schedule == "cosine" and saved.num_iterations != config.num_iterations:
+    if (config.train.lr_schedule == "cosine" and saved.num_iterations != config.num_iterations
+            and config.num_iterations > latest):  # not when there is nothing left to train
         log(
             f"Note: the cosine learning-rate schedule now spans {config.num_iterations} iterations instead of "
             f"{saved.num_iterations} (or this session's --seconds, if sooner), so the learning rate changes from "
@@ -387,6 +407,54 @@ def _agreed_progress(start: float, stop: _StopSignals) -> tuple[float, bool]:
     return float(seen[0, 0]), bool(seen[:, 1].any())
 
 
+def _compile_iteration(config: Config, run_state: RunState, mesh, devices: list[jax.Device],
+                       log: Callable[[str], None]) -> jax.stages.Compiled:
+    """The training iteration compiled ahead (it takes `run_state`, donated, and returns the next one and the
+    metrics), after checking that it fits in the devices' memory; says that it compiles, and for how long.
+
+    Raises:
+      memory.MemoryBudgetError: it would need more memory than the devices have (nothing ran).
+    """
+    selfplay, train = config.selfplay, config.train
+    log(f"Compiling the training iteration ({selfplay.num_games} games x {selfplay.num_steps} moves of self-play "
+        f"at {config.search.num_simulations} simulations, then {train.num_sgd_steps} SGD steps of "
+        f"{train.batch_size}); the first one takes a while ...")
+    tick = time.perf_counter()
+    compiled = memory.compile_within_memory(
+        jax.jit(make_train_iteration(config, mesh=mesh), donate_argnums=0).lower(run_state),
+        what=f"the training iteration of {config.game} ({selfplay.num_games} games, replay of "
+             f"{train.replay_capacity} positions)",
+        lower_it="fewer games (--selfplay.num_games), fewer moves per iteration (--selfplay.num_steps), a smaller "
+                 "replay buffer (--train.replay_capacity) or SGD batch (--train.batch_size), or a smaller network",
+        devices=devices)
+    needed = memory.needed_memory(compiled)
+    log(f"Compiled in {time.perf_counter() - tick:.1f} s"
+        + (f"; it needs {memory.format_size(needed)} of memory per device." if needed is not None else "."))
+    return compiled
+
+
+def _save_once(checkpoints: checkpointing.CheckpointManager, run_state: RunState, config: Config,
+               record: dict) -> int | None:
+    """Checkpoints the run state unless its iteration is saved already; the iteration saved, or None."""
+    iteration = int(run_state.iteration)
+    if checkpoints.latest_step() == iteration:
+        return None
+    checkpoints.save(run_state, config, record)
+    return iteration
+
+
+def _evaluation_failed(error: Exception, iteration: int, saved: int | None) -> str:
+    """One line on an evaluation that failed: what happened, that training goes on, where the run is saved."""
+    from azjax.memory import MemoryBudgetError
+
+    what = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    if not isinstance(error, MemoryBudgetError):
+        what = f"{type(error).__name__}: {what}" if what else type(error).__name__
+    kept = f"the run is saved at iteration {saved}" if saved is not None else "no checkpoint yet"
+    return (f"iteration {iteration} evaluation failed, so training goes on without evaluations ({kept}): {what}"
+            " (--eval-every 0 skips them)")
+
+
 def _evaluate(
     evaluator: Callable[[jax.Array, dict], dict[str, float]],
     config: Config,
@@ -417,12 +485,19 @@ def _log_record(run_dir: Path, writer, record: dict) -> None:
         writer.flush()
 
 
+def _no_sgd_note(record: dict, config: Config) -> str:
+    """Why an iteration trained nothing: the replay holds fewer positions of finished games than an SGD batch."""
+    pending = int(record.get("positions_pending", 0))
+    waiting = f"; {pending:,} positions wait for their games to end" if pending else ""
+    return (f"iteration {record['iteration']} took no SGD step: the replay holds {int(record.get('replay_size', 0)):,} "
+            f"positions of finished games, fewer than a batch of {config.train.batch_size}{waiting}. Training starts "
+            f"once enough games have ended (each iteration plays {config.selfplay.num_steps} moves of every game).")
+
+
 def _summary(record: dict) -> str:
-    return (
-        f"{record['positions_per_second']:,.0f} pos/s  loss {record['loss']:.3f} "
-        f"(policy {record['policy_loss']:.3f}, value {record['value_loss']:.3f})  "
-        f"draws {record['draw_rate']:.0%}"
-    )
+    loss = (f"loss {record['loss']:.3f} (policy {record['policy_loss']:.3f}, value {record['value_loss']:.3f})"
+            if record.get("sgd_steps", 1) > 0 else "no SGD step yet")
+    return f"{record['positions_per_second']:,.0f} pos/s  {loss}  draws {record['draw_rate']:.0%}"
 
 
 def _tensorboard_writer(run_dir: Path, purge_step: int):

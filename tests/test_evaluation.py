@@ -381,6 +381,10 @@ def test_connect_four_evaluation_refuses_the_perfect_opponent():
 def test_default_opponents():
     assert evaluation.default_opponents("tic_tac_toe") == ("random", "onestep", "mcts:100", "perfect")
     assert evaluation.default_opponents("connect_four") == ("random", "onestep", "mcts:100")
+    # Long games: UCT's rollouts to the end cost seconds a move there.
+    for name in ("brandub", "gomoku", "othello"):
+        assert evaluation.default_opponents(name) == ("random", "onestep"), name
+    assert evaluation.default_opponents("othello6") == ("random", "onestep", "mcts:100")
 
 
 def test_cli_eval_prints_the_table(capsys, tmp_path):
@@ -448,5 +452,5 @@ def test_default_evaluator(tiny_config):
     results = evaluation.make_evaluator(tiny_config, num_games=8)(jax.random.key(0), variables)
     assert set(results) == {"eval/random", "eval/onestep", "eval/mcts100", "eval/perfect", "eval/score",
                             "eval/optimal_move_rate", "eval/optimal_move_rate_can_err", "eval/value_accuracy",
-                            "positions_seconds"}
-    assert results["eval/perfect"] <= 0.5
+                            "positions_seconds", "eval_memory_bytes"}
+    assert results["eval/perfect"] <= 0.5 and results["eval_memory_bytes"] > 0

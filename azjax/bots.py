@@ -25,6 +25,7 @@ import contextlib
 import dataclasses
 import functools
 import math
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ from azjax import solver as solver_lib
 from azjax import tree_reuse
 from azjax.agent import Agent, load_agent
 from azjax.config import SearchConfig
-from azjax.games import BoardState, Game, State
+from azjax.games import BoardState, Game, State, lookahead
 from azjax.networks import inference_fn
 from azjax.search import SearchOutput, evaluate_states, make_search_fn
 
@@ -109,7 +110,13 @@ def _unknown(shape: tuple[int, ...]) -> jax.Array:
 
 def _mover_reward(states: State, mover: jax.Array) -> jax.Array:
     """rewards[mover] of a batch: float32 [B] (rewards [B, 2], mover [B] player ids)."""
-    return jnp.take_along_axis(states.rewards, mover[:, None], axis=1)[:, 0]
+    return _reward_of(states, mover)
+
+
+def _reward_of(states: State, player: jax.Array) -> jax.Array:
+    """What `player` (int32, the shape of the batch, e.g. [B, C]) got on the step to each state: float32, that
+    shape (states.rewards [..., 2])."""
+    return jnp.take_along_axis(states.rewards, player[..., None], axis=-1)[..., 0]
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -140,26 +147,32 @@ def onestep_analysis(key: jax.Array, states: State, *, game: Game) -> Analysis:
     """Takes a win in one if there is one; otherwise plays a random move after which the opponent cannot win at
     once (which blocks a single threat); with no such move (a double threat), a random legal move.
 
-    Looks at every move and every reply through `game.step` (B * A * A steps), so it works for any game.
+    Looks at every legal move and every legal reply through `game.step`, so it works for any game, in bounded
+    memory (`games.lookahead`: 8 moves by 8 replies at a time, B * 64 states at the peak, not B * A * A); the work
+    is B times the most legal moves in the batch times the most legal replies.
     `value` is +1 with a win in one, -1 when every move allows a loss in one, NaN otherwise; `action_values` is
-    +1 for winning moves, -1 for moves that allow a loss in one, NaN for the rest.
+    +1 for winning moves, -1 for moves that allow a loss in one, NaN for the rest (all for the player to move).
     """
-    actions = jnp.arange(game.num_actions)
     mover = states.current_player  # [B]
     legal = states.legal_action_mask  # [B, A]
-    step_all = jax.vmap(game.step, in_axes=(None, 0))  # one state, every action
-    children = jax.vmap(step_all, in_axes=(0, None))(states, actions)  # [B, A]
-    child_reward = jnp.take_along_axis(children.rewards, mover[:, None, None], axis=2)[..., 0]  # [B, A]
-    wins = legal & children.terminated & (child_reward > 0)
-    replies = jax.vmap(jax.vmap(step_all, in_axes=(0, None)), in_axes=(0, None))(children, actions)  # [B, A, A]
-    # An illegal reply loses for the replier and a terminal child is absorbing, so only real replies count.
-    reply_reward = jnp.take_along_axis(replies.rewards, mover[:, None, None, None], axis=3)[..., 0]
-    allows_loss = jnp.any(reply_reward < 0, axis=-1)  # [B, A]
+
+    def move_value(children: State, actions: jax.Array) -> jax.Array:
+        """+1 a win for the mover, -1 a move after which some legal reply makes the mover lose, NaN else."""
+        movers = jnp.broadcast_to(mover[:, None], actions.shape)  # [B, C]
+        won = children.terminated & (_reward_of(children, movers) > 0)
+
+        def loses(replies: State, reply_actions: jax.Array) -> jax.Array:  # replies [B * C, R]
+            return _reward_of(replies, movers.reshape(-1, 1)) < 0
+
+        allows_loss = lookahead.map_legal_moves(game, lookahead.flatten(children), loses, fill=False).any(-1)
+        return jnp.where(won, 1.0, jnp.where(allows_loss.reshape(actions.shape), -1.0, jnp.nan))
+
+    action_values = lookahead.map_legal_moves(game, states, move_value, fill=jnp.nan)  # [B, A]
+    wins, allows_loss = action_values == 1.0, action_values == -1.0
     safe = legal & ~allows_loss
     has_win, has_safe = wins.any(-1, keepdims=True), safe.any(-1, keepdims=True)
     choice = jnp.where(has_win, wins, jnp.where(has_safe, safe, legal))
     value = jnp.where(has_win[:, 0], 1.0, jnp.where(has_safe[:, 0], jnp.nan, -1.0))
-    action_values = jnp.where(wins, 1.0, jnp.where(legal & allows_loss, -1.0, jnp.nan))
     return Analysis(
         action=_sample(key, choice),
         policy=_uniform_policy(choice),
@@ -420,15 +433,16 @@ def greedy_analysis(variables: dict, key: jax.Array, states: State, *, agent: Ag
     game = agent.game
     logits, value = evaluate_states(apply_fn, variables, game, states)
     legal = states.legal_action_mask
-    num_states, num_actions = legal.shape
-    children = jax.vmap(jax.vmap(game.step, in_axes=(None, 0)), in_axes=(0, None))(states, jnp.arange(num_actions))
-    flat = jax.tree.map(lambda x: x.reshape(num_states * num_actions, *x.shape[2:]), children)
-    _, child_value = evaluate_states(apply_fn, variables, game, flat)
-    child_value = child_value.reshape(num_states, num_actions)
     mover = states.current_player
-    reward = jnp.take_along_axis(children.rewards, mover[:, None, None], axis=2)[..., 0]
-    sign = jnp.where(children.current_player == mover[:, None], 1.0, -1.0)
-    move_value = reward + jnp.where(children.terminated, 0.0, sign * child_value)
+
+    def value_after(children: State, actions: jax.Array) -> jax.Array:  # [B, C], for the player to move
+        _, child_value = evaluate_states(apply_fn, variables, game, lookahead.flatten(children))
+        reward = jnp.take_along_axis(children.rewards, mover[:, None, None], axis=2)[..., 0]
+        sign = jnp.where(children.current_player == mover[:, None], 1.0, -1.0)
+        return reward + jnp.where(children.terminated, 0.0, sign * child_value.reshape(actions.shape))
+
+    # The legal moves' successors a few at a time (`games.lookahead`): Brandub has 1176 actions.
+    move_value = lookahead.map_legal_moves(game, states, value_after, fill=jnp.nan)  # [B, A]
     return Analysis(
         action=jnp.argmax(logits, axis=-1).astype(jnp.int32),
         policy=jnp.where(legal, jax.nn.softmax(logits, axis=-1), 0.0),
@@ -438,9 +452,14 @@ def greedy_analysis(variables: dict, key: jax.Array, states: State, *, agent: Ag
 
 
 def alphazero_analysis(variables: dict, key: jax.Array, states: State, *, search_fn: Callable) -> Analysis:
-    """The search's move, its improved policy (visit shares for PUCT), its root value, and each visited move's
-    value and visits. The move is the most visited (Gumbel MuZero: the best of the moves that survived sequential
-    halving, which have the most visits), not always the improved policy's first."""
+    """The search's move, its improved policy (visit shares for PUCT), its value of the position, and each
+    visited move's value and visits. The move is the most visited (Gumbel MuZero: the best of the moves that
+    survived sequential halving, which have the most visits), not always the improved policy's first.
+
+    The value of the position is the search's value (Q) of the move it plays, as resignation reads it: the root
+    value averages in every simulation, and Gumbel MuZero's sequential halving spends many on moves it then
+    drops (on tic-tac-toe's solved positions the root value's sign named the outcome in 61.6% of positions, the
+    network's own value in 95.4%)."""
     return _analysis_of(search_fn(variables, key, states, jnp.zeros(states.current_player.shape, jnp.int32)))
 
 
@@ -448,7 +467,7 @@ def _analysis_of(output: SearchOutput) -> Analysis:
     return Analysis(
         action=output.action,
         policy=output.policy_target,
-        value=output.root_value,
+        value=jnp.where(jnp.isfinite(output.action_value), output.action_value, output.root_value),
         action_values=output.action_values,
         visits=output.visit_counts,
     )
@@ -581,14 +600,19 @@ def make_bot(
             run_dir, sims = head, _positive_int(tail, spec)
         agent = _load(run_dir, spec)
         bot = alphazero_bot(agent, num_simulations=sims, policy=policy, reuse_tree=reuse, name=spec)
-    elif Path(spec).is_dir():
-        agent = _load(spec, spec)
+    elif Path(spec).is_dir() or _looks_like_a_path(spec):
+        agent = _load(spec, spec)  # a path that does not exist says so (not that it is no agent name)
         bot = alphazero_bot(agent, num_simulations=num_simulations, policy=policy, name=spec)
     else:
-        raise SpecError(f"cannot read agent {spec!r}: expected {SPEC_HELP}")
+        raise SpecError(f"cannot read agent {spec!r}: it is no agent name and no directory; expected {SPEC_HELP}")
     if game is not None and agent.game.name != game.name:
         raise SpecError(f"agent {spec!r} was trained on {agent.game.name}, not {game.name}")
     return bot
+
+
+def _looks_like_a_path(spec: str) -> bool:
+    """A spec that can only mean a directory: it has a path separator or starts like a path (., ~)."""
+    return "/" in spec or os.sep in spec or spec.startswith((".", "~"))
 
 
 def _tree_suffix(rest: str) -> tuple[bool | None, str]:

@@ -64,11 +64,13 @@ def _add_compile_cache_option(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of `azjax` and its subcommands."""
-    parser = argparse.ArgumentParser(prog="azjax", description="AlphaZero in functional JAX.")
+    # allow_abbrev=False: an option is taken only as spelt (--search.num_simulation is not --search.num_simulations).
+    parser = _Parser(prog="azjax", description="AlphaZero in functional JAX.", allow_abbrev=False)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     train = commands.add_parser(
         "train",
+        allow_abbrev=False,
         help="train an agent by self-play",
         description="Train an AlphaZero agent by self-play. With no arguments: tic-tac-toe, small CPU preset, "
         "stopping by itself after the preset's iterations. Every config field can be overridden below.",
@@ -92,8 +94,13 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--best-metric", default="eval/score", help="the logged metric whose highest value marks "
                        "the best checkpoint, kept beside the last --keep ones")
     train.add_argument("--eval-every", type=int, default=10, help="every N iterations, and at the end of a run "
-                       "that --seconds stops, the agent plays fixed baselines (random, onestep, mcts:100; perfect "
-                       "for tic-tac-toe); scores go into metrics.jsonl as eval/...; 0 = never")
+                       "that --seconds stops, the agent plays fixed baselines (--eval-opponents); scores go into "
+                       "metrics.jsonl as eval/...; 0 = never")
+    train.add_argument("--eval-games", type=int, default=64, help="games against each baseline in an "
+                       "evaluation, half in each seat (even)")
+    train.add_argument("--eval-opponents", metavar="AGENT,AGENT", help="the baselines, comma-separated agents "
+                       "without run directories (default: random, onestep, mcts:100 for games shorter than 100 "
+                       "moves, perfect for tic_tac_toe)")
     train.add_argument("--devices", type=int, help="split the games and the SGD batch over this many devices "
                        "(default: all jax sees, as many as divide both; on a CPU one device per core, but one "
                        "device for networks too small for the split to pay, as measured; the run prints its "
@@ -108,6 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     export = commands.add_parser(
         "export",
+        allow_abbrev=False,
         help="write a small inference-only copy of a run's checkpoint",
         description="Write the network's parameters and the config needed to rebuild it (no optimizer state or "
         "replay buffer) from a run's checkpoint to OUT, which azjax.load_agent, `azjax eval` and `azjax play` load "
@@ -124,6 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser(
         "check",
+        allow_abbrev=False,
         help="check that a game follows the protocol (before training on it)",
         description="Play random games of GAME under jit and vmap and check every rule of the game protocol "
         "(azjax.games.check_game: shapes, dtypes, tracing, terminal and illegal moves, zero-sum rewards, "
@@ -139,8 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 _GAME_HELP = (
-    "a registered name (see --list-games), pgx:<env_id> for a pgx environment, or a game of your own as "
-    "MODULE:FACTORY, e.g. hex5:make_hex5 (make_hex5 in ./hex5.py, or hex5 on PYTHONPATH or installed) or "
+    "a registered name (azjax train --list-games lists them), pgx:<env_id> for a pgx environment, or a game of "
+    "your own as MODULE:FACTORY, e.g. hex5:make_hex5 (make_hex5 in ./hex5.py, or hex5 on PYTHONPATH or installed) or "
     "path/to/hex5.py:make_hex5: any other name containing ':' is MODULE:FACTORY; the run records it, so later "
     "commands on the run find the game by themselves"
 )
@@ -157,6 +166,7 @@ _AGENT_HELP = (
 def _add_eval_and_play(commands) -> None:
     evaluate = commands.add_parser(
         "eval",
+        allow_abbrev=False,
         help="play agents against each other: results with 95%% intervals and an Elo table",
         description="Play two or more agents against each other, every pair (a round robin), half the games in "
         "each seat. Prints wins/draws/losses, the score with its 95% Wilson interval and the Elo difference per "
@@ -192,6 +202,7 @@ def _add_eval_and_play(commands) -> None:
 
     play = commands.add_parser(
         "play",
+        allow_abbrev=False,
         help="play against an agent in the terminal",
         description="Play a game against an agent in the terminal: type moves such as b2 (tic-tac-toe) or d "
         "(Connect Four); 'help' lists the legal moves, 'quit' stops. Agents: " + _AGENT_HELP + ".",
@@ -504,6 +515,7 @@ def _train(args: argparse.Namespace) -> int:
     if args.seconds is not None and not (math.isfinite(args.seconds) and args.seconds > 0):
         print(f"azjax train: error: --seconds must be a finite number > 0, got {args.seconds}", file=sys.stderr)
         return 2
+    opponents = _opponents(args.eval_opponents, config.game)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     run_dir = args.out or Path("runs") / f"{_file_name(config.game)}-{stamp}"
     plural = "s" if config.num_iterations != 1 else ""
@@ -512,6 +524,10 @@ def _train(args: argparse.Namespace) -> int:
     print(f"Config: {origin}.")
     if args.checkpoint_every < 1 or args.keep < 1:
         print("azjax train: error: --checkpoint-every and --keep must be >= 1", file=sys.stderr)
+        return 2
+    if args.eval_games < 2 or args.eval_games % 2 or args.eval_every < 0:
+        print(f"azjax train: error: --eval-games must be even and >= 2 (half in each seat), got {args.eval_games}, "
+              f"and --eval-every >= 0 (0 = never), got {args.eval_every}", file=sys.stderr)
         return 2
     resume = f"azjax train --out {run_dir}"
     try:
@@ -523,6 +539,8 @@ def _train(args: argparse.Namespace) -> int:
             keep_checkpoints=args.keep,
             best_metric=args.best_metric,
             eval_every=args.eval_every,
+            eval_games=args.eval_games,
+            eval_opponents=opponents,
             progress=not args.no_progress,
             num_devices=args.devices,
         )
@@ -536,10 +554,11 @@ def _train(args: argparse.Namespace) -> int:
         return 130
     last = result.history[-1] if result.history else None
     if last is not None:
+        trained = sum(record.get("sgd_steps", 1) for record in result.history)
+        loss = f"loss {last['loss']:.3f}" if trained else "no SGD step taken (no game had finished: see above)"
         print(
             f"{'Done' if result.stop_reason == 'iterations' else 'Stopped'} ({result.stop_reason}): iteration "
-            f"{last['iteration']}, {last['time']:.0f} s, loss {last['loss']:.3f}, "
-            f"{last['positions_per_second']:,.0f} positions/s."
+            f"{last['iteration']}, {last['time']:.0f} s, {loss}, {last['positions_per_second']:,.0f} positions/s."
         )
     if result.stop_reason != "iterations":
         if result.last_checkpoint:
@@ -548,6 +567,30 @@ def _train(args: argparse.Namespace) -> int:
             print(f"Stopped before the first iteration finished; nothing to save. Start again with: {resume}")
     print(f"Run directory: {run_dir} (config.json, metrics.jsonl, tensorboard/, checkpoints/, learning_curves.png)")
     return 0
+
+
+def _opponents(text: str | None, game_name: str) -> tuple[str, ...] | None:
+    """--eval-opponents as agent specs, None when not given.
+
+    Raises:
+      SpecError: none given, one with a run directory (the baselines are fixed agents), or one the game cannot
+        have (e.g. perfect beyond small games).
+    """
+    from azjax import bots, games
+
+    if text is None:
+        return None
+    specs = tuple(spec.strip() for spec in text.split(",") if spec.strip())
+    if not specs:
+        raise bots.SpecError("--eval-opponents names no agent: give e.g. random,onestep,mcts:100")
+    for spec in specs:
+        if spec not in ("random", "onestep", "perfect") and not spec.startswith("mcts:"):
+            raise bots.SpecError(f"--eval-opponents: {spec!r} is not a baseline; give random, onestep, mcts:N or "
+                                 "perfect, comma-separated")
+    game = games.make(game_name)
+    for spec in specs:
+        bots.make_bot(spec, game)  # a malformed spec says so now, not at the first evaluation
+    return specs
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -590,15 +633,50 @@ def use_compile_cache(disabled: bool = False) -> Path | None:
     return directory
 
 
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(action.choices)
+
+
+def _reject_unknown(parser: argparse.ArgumentParser, command: str, unknown: list[str]) -> None:
+    """Exits (status 2) with one line naming each unknown option and the nearest known one."""
+    import difflib
+
+    sub = _subcommands(parser)[command]
+    known = [option for action in sub._actions for option in action.option_strings if option.startswith("--")]
+    said: list[str] = []
+    for word in unknown:
+        option = word.split("=", 1)[0]
+        if not option.startswith("-"):
+            if not said or said[-1].startswith("unexpected"):  # not the value of an unknown option before it
+                said.append(f"unexpected argument {word!r}")
+            continue
+        near = difflib.get_close_matches(option, known, n=1, cutoff=0.75)
+        said.append(f"unknown option {option}" + (f" (did you mean {near[0]}?)" if near else ""))
+    sub.error("; ".join(said))
+
+
+class _Parser(argparse.ArgumentParser):
+    """Errors as one line that names the subcommand and where its options are listed, not a page of usage."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}; `{self.prog} --help` lists the options\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `azjax` command."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        _reject_unknown(parser, args.command, unknown)  # exits
     if args.command in ("train", "eval", "play"):
         use_compile_cache(args.no_compile_cache)
     from azjax.bots import SpecError
     from azjax.checkpointing import CheckpointError
     from azjax.config import ConfigError
     from azjax.games import GameNotFoundError
+    from azjax.games.pgx_adapter import MissingDependencyError
+    from azjax.memory import MemoryBudgetError
 
     try:
         if args.command == "train":
@@ -611,7 +689,9 @@ def main(argv: list[str] | None = None) -> int:
             return _play(args)
         if args.command == "check":
             return _check(args)
-    except (CheckpointError, ConfigError, SpecError, GameNotFoundError) as error:  # fixable: one line, no traceback
+    except (CheckpointError, ConfigError, SpecError, GameNotFoundError, MemoryBudgetError,
+            MissingDependencyError) as error:
+        # Fixable by the user: one line that says what to change, no traceback.
         print(f"azjax {args.command}: error: {error}", file=sys.stderr)
         return 2
     except RuntimeError as error:

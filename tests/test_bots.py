@@ -218,7 +218,7 @@ def test_make_bot_specs(ttt):
         ("bogus", "cannot read agent"),
         ("greedy:", "no run directory"),
         ("az:/no/such/run", "/no/such/run"),
-        ("/no/such/run", "cannot read agent"),
+        ("/no/such/run", "/no/such/run does not exist; pass a training run's directory"),  # a path, not a name
     ],
 )
 def test_malformed_specs_give_one_line_errors(ttt, spec, message):

@@ -180,7 +180,9 @@ def test_out_that_is_a_file_is_refused_before_any_work(tmp_path, tiny_args):
         (["--seconds", "nan"], "--seconds must be a finite number > 0"),
         (["--seconds", "inf"], "--seconds must be a finite number > 0"),
         (["--config", "no-such-config.json"], "no such file"),
-        (["--search.num_simulatoins", "4"], "unrecognized arguments: --search.num_simulatoins"),  # a typo
+        (["--search.num_simulatoins", "4"],  # a typo
+         "unknown option --search.num_simulatoins (did you mean --search.num_simulations?)"),
+        (["--search.num_simulation", "4"], "unknown option --search.num_simulation"),  # no abbreviations
         (["--preset", "tpu"], "invalid choice: 'tpu'"),
         (["--iterations", "many"], "invalid int value: 'many'"),
     ],

@@ -134,11 +134,15 @@ def _string_to_action(text: str, *, num_actions: int) -> int:
     return action
 
 
+class MissingDependencyError(ImportError):
+    """An optional package a feature needs is not installed; the message says how to install it."""
+
+
 def _import_pgx() -> Any:
     try:
         import pgx
     except ImportError as error:
-        raise ImportError(f"the pgx games need the optional pgx package: {INSTALL_HINT}") from error
+        raise MissingDependencyError(f"the pgx games need the optional pgx package: {INSTALL_HINT}") from error
     return pgx
 
 
@@ -194,4 +198,4 @@ def from_pgx(env_id: str, *, max_length: int | None = None) -> Game:
     )
 
 
-__all__ = ["INSTALL_HINT", "REJECTED_ENVS", "SUPPORTED_ENVS", "PgxState", "from_pgx"]
+__all__ = ["INSTALL_HINT", "REJECTED_ENVS", "SUPPORTED_ENVS", "MissingDependencyError", "PgxState", "from_pgx"]

@@ -244,6 +244,13 @@ def _load_source(source: str, *, what: str = "game", example: str = "hex5:make_h
             f"(python -c 'import {module_name.removesuffix('.py')}' shows the whole traceback)"
         ) from error
     factory = getattr(module, factory_name, None)
+    if factory is None and getattr(module, "__file__", None) is None:  # a folder without __init__.py
+        folders = ", ".join(str(Path(p).resolve()) for p in getattr(module, "__path__", [])) or module_name
+        raise GameNotFoundError(
+            f"{what} {source!r}: {module_name} is found as the folder {folders} (a run directory, say), which "
+            f"shadows your {module_name}.py; give the file's path instead, e.g. --game ./{module_name}.py:"
+            f"{factory_name}, or run the command from another directory"
+        )
     if factory is None:
         found = [n for n, v in vars(module).items() if callable(v) and not n.startswith("_") and n.startswith("make")]
         suggestion = f" (it has {', '.join(found)})" if found else ""

@@ -265,8 +265,10 @@ def _eval_matches(args: argparse.Namespace) -> int:
         raise bots.SpecError("give at least two agents to play each other (or one with --positions)")
     if args.games < 2 or args.games % 2:
         raise bots.SpecError(f"--games must be even and >= 2 (half in each seat), got {args.games}")
-    if args.opening_moves < 0 or (args.simulations is not None and args.simulations < 1):
-        raise bots.SpecError("--opening-moves must be >= 0 and --simulations >= 1")
+    if args.opening_moves < 0:
+        raise bots.SpecError(f"--opening-moves must be >= 0, got {args.opening_moves}")
+    if args.simulations is not None and args.simulations < 1:
+        raise bots.SpecError(f"--simulations must be >= 1, got {args.simulations}")
     try:
         devices = parallel.choose_devices(args.devices, {"--games / 2": args.games // 2})
     except ValueError as error:
@@ -441,6 +443,10 @@ def _file_name(game: str) -> str:
 def _check(args: argparse.Namespace) -> int:
     from azjax import games
 
+    if args.games < 2:
+        print(f"azjax check: error: --games must be >= 2 (two batches of random games are compared), got "
+              f"{args.games}", file=sys.stderr)
+        return 2
     game_name = games.canonical(args.game)
     game = games.make(game_name)
     positions = None
@@ -525,9 +531,12 @@ def _train(args: argparse.Namespace) -> int:
     if args.checkpoint_every < 1 or args.keep < 1:
         print("azjax train: error: --checkpoint-every and --keep must be >= 1", file=sys.stderr)
         return 2
-    if args.eval_games < 2 or args.eval_games % 2 or args.eval_every < 0:
-        print(f"azjax train: error: --eval-games must be even and >= 2 (half in each seat), got {args.eval_games}, "
-              f"and --eval-every >= 0 (0 = never), got {args.eval_every}", file=sys.stderr)
+    if args.eval_games < 2 or args.eval_games % 2:
+        print(f"azjax train: error: --eval-games must be even and >= 2 (half in each seat), got {args.eval_games}",
+              file=sys.stderr)
+        return 2
+    if args.eval_every < 0:
+        print(f"azjax train: error: --eval-every must be >= 0 (0 = never), got {args.eval_every}", file=sys.stderr)
         return 2
     resume = f"azjax train --out {run_dir}"
     try:

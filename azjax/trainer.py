@@ -152,13 +152,15 @@ def train(
         else:
             run_state = init_run_state(config)
         start_iteration = int(run_state.iteration)
+        if resumed_from is not None and start_iteration < config.num_iterations:
+            log(f"Resuming {run_dir} from iteration {resumed_from} (training to {config.num_iterations}).")
+        # Where the schedule stands, when that means something: not for fewer iterations than already trained.
+        if resumed_from is not None and config.train.lr_schedule == "cosine" and (
+                start_iteration <= config.num_iterations):
+            log(_schedule_note(config, run_state))
         if start_iteration >= config.num_iterations:  # nothing to do: the run directory stays as it is
             log(f"{run_dir} has already trained {start_iteration} iterations; pass more --iterations to go on.")
             return TrainResult(run_state, [], resumed_from, "iterations", checkpoints.latest_step())
-        if resumed_from is not None:
-            log(f"Resuming {run_dir} from iteration {resumed_from} (training to {config.num_iterations}).")
-            if config.train.lr_schedule == "cosine":
-                log(_schedule_note(config, run_state))
         mesh = parallel.make_mesh(devices) if len(devices) > 1 else None
         if mesh is not None:
             run_state = shard_run_state(run_state, mesh)
@@ -167,12 +169,12 @@ def train(
             rundir.write_config(run_dir, config)
             rundir.truncate_metrics(run_dir, start_iteration)  # iterations after the checkpoint are redone
 
+        start = _clock()  # the session's clock (--seconds, the records' "time") counts the compilation too
         iteration_fn = _compile_iteration(config, run_state, mesh, devices, log)
         positions_per_iteration = config.selfplay.num_games * config.selfplay.num_steps
         history: list[dict] = []
         writer = _tensorboard_writer(run_dir, purge_step=start_iteration + 1) if primary else None
         bar = _progress_bar(progress, start_iteration, config.num_iterations)
-        start = _clock()
         # The budget already spent, by iterations or time: the rest of it is spread over this session's seconds.
         time_start = float(budget_progress(run_state, config.num_iterations))
         stop_reason = "iterations"

@@ -147,6 +147,7 @@ def test_a_finished_run_keeps_its_config_json(trained, tmp_path):
     code, out, err = run_cli(["train", "--out", str(run_dir), "--iterations", "1", "--no-progress"])
     assert code == 0, err
     assert "already trained 2 iterations" in out
+    assert "learning-rate schedule" not in out  # "200% spent" would mean nothing here
     assert (run_dir / "config.json").read_text() == before
 
 

@@ -115,7 +115,8 @@ def test_the_arena_plays_each_devices_share_of_the_games_on_its_own(two_device_r
 def test_the_evaluator_splits_its_games_over_the_run_devices(two_device_runs):
     scores = two_device_runs["eval_scores"]
     assert set(scores) == {"eval/random", "eval/onestep", "eval/score", "eval/optimal_move_rate",
-                           "eval/optimal_move_rate_can_err", "eval/value_accuracy", "positions_seconds"}
+                           "eval/optimal_move_rate_can_err", "eval/value_accuracy", "positions_seconds",
+                           "eval_memory_bytes"}
     assert all(0.0 <= value <= 1.0 for name, value in scores.items() if name.startswith("eval/"))
     assert scores["eval/score"] == pytest.approx((scores["eval/random"] + scores["eval/onestep"]) / 2)
 

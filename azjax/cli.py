@@ -564,7 +564,8 @@ def _train(args: argparse.Namespace) -> int:
     last = result.history[-1] if result.history else None
     if last is not None:
         trained = sum(record.get("sgd_steps", 1) for record in result.history)
-        loss = f"loss {last['loss']:.3f}" if trained else "no SGD step taken (no game had finished: see above)"
+        loss = (f"loss {last['loss']:.3f}" if trained
+                else "no SGD step taken (too few positions of finished games: see above)")
         print(
             f"{'Done' if result.stop_reason == 'iterations' else 'Stopped'} ({result.stop_reason}): iteration "
             f"{last['iteration']}, {last['time']:.0f} s, {loss}, {last['positions_per_second']:,.0f} positions/s."

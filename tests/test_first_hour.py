@@ -37,20 +37,22 @@ def place(tmp_path_factory, tiny_overrides):
     root = tmp_path_factory.mktemp("first_hour")
     args = [arg for name, value in tiny_overrides.items() if name != "num_iterations"
             for arg in (f"--{name}", str(value))]
-    code, _, err = run_cli(["train", "--out", root / "run", "--iterations", "1", "--eval-every", "0",
+    # 2 iterations: the program test_cli.py and test_memory.py compile, from the session's compilation cache.
+    code, _, err = run_cli(["train", "--out", root / "run", "--iterations", "2", "--eval-every", "0",
                             "--no-progress", "--no-compile-cache", *args])
     assert code == 0, err
+    step = str(checkpointing.latest_iteration(root / "run"))
     damaged = shutil.copytree(root / "run", root / "damaged")
-    (damaged / "checkpoints" / "1" / "meta" / "metadata").write_text("{not json")
+    (damaged / "checkpoints" / step / "meta" / "metadata").write_text("{not json")
     interrupted = root / "interrupted"
     interrupted.mkdir()
     shutil.copy(root / "run" / "config.json", interrupted / "config.json")
     newer = shutil.copytree(root / "run", root / "newer")
-    meta_path = newer / "checkpoints" / "1" / "meta" / "metadata"
+    meta_path = newer / "checkpoints" / step / "meta" / "metadata"
     meta = json.loads(meta_path.read_text())
     meta["version"] = 999
     meta_path.write_text(json.dumps(meta))
-    checkpointing._write_manifest(newer / "checkpoints" / "1")  # a consistent checkpoint, of a future format
+    checkpointing._write_manifest(newer / "checkpoints" / step)  # a consistent checkpoint, of a future format
     (root / "afile").write_text("not a directory\n")
     (root / "bad.json").write_text("{not json")
     (root / "hex5").mkdir()

@@ -5,7 +5,6 @@ fails never costs the training (a checkpoint is written before the first one, an
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import io
 import json
 import shutil
@@ -130,7 +129,7 @@ def cached(persistent_compile_cache):
 
 def test_a_training_iteration_too_large_is_refused_in_one_line(cached, tiny_overrides, tmp_path, monkeypatch):
     monkeypatch.setenv(memory.MEMORY_LIMIT_ENV, "1K")
-    code, out, err = run_cli("train", "--out", tmp_path / "run", "--iterations", "1", "--no-progress",
+    code, out, err = run_cli("train", "--out", tmp_path / "run", "--iterations", "2", "--no-progress",
                              "--no-compile-cache", "--devices", "1", *tiny_args(tiny_overrides))
     assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert "the training iteration of tic_tac_toe" in err and "--selfplay.num_games" in err
@@ -139,7 +138,8 @@ def test_a_training_iteration_too_large_is_refused_in_one_line(cached, tiny_over
 
 @pytest.fixture(scope="module")
 def failed_run(cached, tiny_config, tmp_path_factory):
-    """A TINY run of 3 iterations whose evaluation of iteration 1 fails: the evaluator's calls and the log."""
+    """A TINY run of 2 iterations (the program the other tests compile) whose evaluation of iteration 1 fails: the
+    evaluator's calls and the log."""
     calls, lines = [], []
 
     def evaluator(key, variables):
@@ -147,7 +147,7 @@ def failed_run(cached, tiny_config, tmp_path_factory):
         raise RuntimeError("RESOURCE_EXHAUSTED: Out of memory allocating 209432563296 bytes.\nmore detail")
 
     run = tmp_path_factory.mktemp("failed") / "run"
-    config = dataclasses.replace(tiny_config, num_iterations=3)
+    config = tiny_config
     result = trainer.train(config, run, eval_every=1, checkpoint_every=100, evaluator=evaluator, progress=False,
                            log=lines.append)
     return dict(run=run, config=config, result=result, calls=calls, lines=lines)
@@ -157,14 +157,14 @@ def test_a_failing_evaluation_never_loses_training(failed_run):
     """The run was checkpointed before its first evaluation, the failure is one line, and training went on to
     its last iteration without evaluating again."""
     result = failed_run["result"]
-    assert result.stop_reason == "iterations" and int(result.run_state.iteration) == 3
+    assert result.stop_reason == "iterations" and int(result.run_state.iteration) == 2
     assert len(failed_run["calls"]) == 1
     failed = [line for line in failed_run["lines"] if "evaluation failed" in line]
     assert failed == [
         "iteration 1 evaluation failed, so training goes on without evaluations (the run is saved at iteration "
         "1): RuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating 209432563296 bytes. (--eval-every 0 skips "
         "them)"]
-    assert checkpointing.CheckpointManager(failed_run["run"]).steps() == [1, 3]
+    assert checkpointing.CheckpointManager(failed_run["run"]).steps() == [1, 2]
 
 
 def test_the_planted_blow_up_an_evaluation_with_far_too_many_games(cached, tiny_config, tmp_path):
@@ -207,12 +207,12 @@ def test_a_replacing_save_killed_midway_keeps_the_checkpoint(failed_run, tmp_pat
     run = shutil.copytree(failed_run["run"], tmp_path / "run")
     config, state = failed_run["config"], failed_run["result"].run_state
     manager = checkpointing.CheckpointManager(run, keep=5)
-    assert manager.steps() == [1, 3]
-    (run / "checkpoints" / "3").rename(run / "checkpoints" / ".3.replaced")  # killed between the two renames
+    assert manager.steps() == [1, 2]
+    (run / "checkpoints" / "2").rename(run / "checkpoints" / ".2.replaced")  # killed between the two renames
     assert manager.steps() == [1]
-    manager.save(state.replace(iteration=jnp.int32(4)), config)
-    assert manager.steps() == [1, 3, 4]
-    np.testing.assert_array_equal(np.asarray(manager.restore(config, step=3).iteration), 3)
-    manager.save(state, config, {"eval/score": 0.5}, replace=True)  # replaces iteration 3
-    assert manager.steps() == [1, 3, 4] and manager.meta(3)["metrics"]["eval/score"] == 0.5
+    manager.save(state.replace(iteration=jnp.int32(3)), config)
+    assert manager.steps() == [1, 2, 3]
+    np.testing.assert_array_equal(np.asarray(manager.restore(config, step=2).iteration), 2)
+    manager.save(state, config, {"eval/score": 0.5}, replace=True)  # replaces iteration 2
+    assert manager.steps() == [1, 2, 3] and manager.meta(2)["metrics"]["eval/score"] == 0.5
     assert not list((run / "checkpoints").glob(".*"))

@@ -33,7 +33,8 @@ def run_cli(argv: list[str]) -> tuple[int, str, str]:
 @pytest.fixture(scope="module")
 def place(tmp_path_factory, tiny_overrides):
     """A directory with a TINY tic-tac-toe run (RUN), a damaged copy, an interrupted one (config.json only), one
-    written by a newer azjax, a file, a bad JSON config, and a folder hex5/ that shadows a module of that name."""
+    written by a newer azjax, a file, a bad JSON config, and a folder my_game/ that shadows a module of that
+    name."""
     root = tmp_path_factory.mktemp("first_hour")
     args = [arg for name, value in tiny_overrides.items() if name != "num_iterations"
             for arg in (f"--{name}", str(value))]
@@ -55,7 +56,7 @@ def place(tmp_path_factory, tiny_overrides):
     checkpointing._write_manifest(newer / "checkpoints" / step)  # a consistent checkpoint, of a future format
     (root / "afile").write_text("not a directory\n")
     (root / "bad.json").write_text("{not json")
-    (root / "hex5").mkdir()
+    (root / "my_game").mkdir()  # not hex5: another test module imports the example hex5 in this process
     return root
 
 
@@ -86,7 +87,7 @@ MISTAKES = [
     ("train --eval-opponents perfect --game othello6", 2, "out of reach for othello6"),
     ("train --checkpoint-every 0", 2, "--checkpoint-every and --keep must be >= 1"),
     ("train --game nosuchmodule:make_it", 2, "no module named 'nosuchmodule'"),
-    ("train --game hex5:make_hex5", 2, "hex5 is found as the folder"),
+    ("train --game my_game:make_my_game", 2, "my_game is found as the folder"),
     ("train --out {root}/run --game connect_four", 2, "is a checkpoint of another game"),
     ("train --out {root}/run --network.num_channels 16", 2, "network.num_channels: 8 -> 16"),
     ("train --out {root}/newer", 2, "written by a newer azjax"),
@@ -129,7 +130,7 @@ MISTAKES = [
     ("export {root}/run", 2, "the following arguments are required: OUT"),
     # check
     ("check nosuch", 2, "unknown game 'nosuch'"),
-    ("check hex5:make_hex5", 2, "hex5 is found as the folder"),
+    ("check my_game:make_my_game", 2, "my_game is found as the folder"),
     ("check nomodule:make_it", 2, "no module named 'nomodule'"),
     ("check tic_tac_toe --positions nomodule:POSITIONS", 2, "no module named 'nomodule'"),
     ("check tic_tac_toe --games 0", 2, "--games must be >= 2"),

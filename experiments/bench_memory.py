@@ -10,6 +10,7 @@ analysis of that program, compiled but never run).
 
     python experiments/bench_memory.py                          # every native game, one after another
     python experiments/bench_memory.py --games brandub --json experiments/results/bench_memory_brandub.json
+    python experiments/bench_memory.py --games tic_tac_toe --set network.num_channels=8   # shrunk, as the test
 """
 
 from __future__ import annotations
@@ -39,14 +40,15 @@ def onestep_all_at_once(key, states, *, game):
     return jnp.any(jnp.take_along_axis(replies.rewards, mover, axis=3)[..., 0] < 0, axis=-1)
 
 
-def measure(game_name: str) -> dict:
-    """One game's row (run in a fresh process: see `main`)."""
+def measure(game_name: str, overrides: list[str]) -> dict:
+    """One game's row (run in a fresh process: see `main`), on its CPU preset with `overrides` (FIELD=VALUE)."""
     import jax
 
     from azjax import bots, evaluation, games, memory, training
-    from azjax import config as config_lib
 
-    config = config_lib.get_config(game_name, "cpu")
+    from benchmark import preset_config
+
+    config = preset_config(game_name, "cpu", overrides)
     game = games.make(game_name)
     row: dict = {"game": game_name, "actions": game.num_actions, "games": config.selfplay.num_games}
 
@@ -81,10 +83,12 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--games", nargs="+", default=list(GAMES))
     parser.add_argument("--json", help="also write the rows and the machine as JSON")
+    parser.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE", help="config overrides of every "
+                        "preset (the tests shrink them)")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: measure this game here and print its row
     args = parser.parse_args(argv)
     if args.one:
-        print(json.dumps(measure(args.one)))
+        print(json.dumps(measure(args.one, args.set)))
         return []
 
     from azjax.memory import format_size
@@ -100,8 +104,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
         for game in args.games:
-            done = subprocess.run([sys.executable, __file__, "--one", game], capture_output=True, text=True,
-                                  cwd=scratch)
+            done = subprocess.run([sys.executable, __file__, "--one", game, "--set", *args.set], capture_output=True,
+                                  text=True, cwd=scratch)
             if done.returncode != 0:
                 print(f"{game}: failed ({done.stderr.strip().splitlines()[-1] if done.stderr.strip() else '?'})")
                 continue

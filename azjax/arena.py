@@ -416,32 +416,22 @@ _compiled_matches: collections.OrderedDict = collections.OrderedDict()  # newest
 MAX_COMPILED_MATCHES = 16
 
 
-def play_games_within_memory(
-    key: jax.Array,
-    game: Game,
-    agent_a: Player,
-    agent_b: Player,
-    num_games: int,
-    *,
-    opening_moves: int = 0,
-    opening_agent: AgentFn = random_agent,
-    mesh: Mesh | None = None,
-    compact: bool | None = None,
-) -> Games:
-    """`play_games`, compiled ahead and first checked against the devices' memory (`memory.check_fits`), so that
-    a match too large for them is refused in one line before it runs; compiled once per game, pair of agents and
-    settings (the last `MAX_COMPILED_MATCHES` are kept).
+def play_games_within_memory(key: jax.Array, game: Game, agent_a: Player, agent_b: Player, num_games: int,
+                             **options: Any) -> Games:
+    """`play_games` with its keyword `options`, compiled ahead and first checked against the devices' memory
+    (`memory.check_fits`), so that a match too large for them is refused in one line before it runs; compiled
+    once per game, pair of agents and options (the last `MAX_COMPILED_MATCHES` are kept).
 
     Raises:
       memory.MemoryBudgetError: the match would need more memory than there is; nothing ran.
     """
-    statics = dict(opening_moves=opening_moves, opening_agent=opening_agent, mesh=mesh, compact=compact)
-    signature = (game, agent_a, agent_b, num_games, *statics.values(), key.shape, key.dtype)
+    signature = (game, agent_a, agent_b, num_games, *sorted(options.items()), key.shape, key.dtype)
     compiled = _compiled_matches.pop(signature, None)
     if compiled is None:
+        mesh = options.get("mesh")
         per_device = num_games // (mesh.size if mesh is not None else 1)
         compiled = memory.compile_within_memory(
-            play_games.lower(key, game, agent_a, agent_b, num_games, **statics),
+            play_games.lower(key, game, agent_a, agent_b, num_games, **options),
             devices=list(mesh.devices.flat) if mesh is not None else None,
             what=f"the match {agent_name(agent_a)} against {agent_name(agent_b)} ({per_device} games of {game.name} "
                  "at once per device)",

@@ -230,21 +230,21 @@ def make_evaluator(
     network_on_positions = jax.jit(functools.partial(_network_on_positions, config))
     states = None if labelled is None else parallel.replicate(labelled.states, mesh)
 
-    compiled: list[jax.stages.Compiled] = []  # the matches, compiled at the first call once known to fit
+    compiled: dict = {}  # the matches' program and the memory it needs, at the first call once known to fit
     devices = list(mesh.devices.flat) if mesh is not None else None
 
     def evaluator(key: jax.Array, variables: dict) -> dict[str, float]:
         variables = parallel.replicate(variables, mesh)
         if not compiled:
-            compiled.append(memory.compile_within_memory(
+            compiled["program"] = memory.compile_within_memory(
                 evaluate.lower(key, variables), devices=devices,
                 what=f"the evaluation of {config.game} ({num_games} games against each of {', '.join(specs)})",
                 lower_it="fewer evaluation games (azjax train --eval-games), fewer or lighter opponents, or "
-                         "--eval-every 0"))
-        results = {name: float(value) for name, value in parallel.fetch(compiled[0](key, variables)).items()}
-        needed = memory.needed_memory(compiled[0])
-        if needed is not None:
-            results["eval_memory_bytes"] = float(needed)  # per device, by XLA's memory analysis
+                         "--eval-every 0")
+            compiled["needed"] = memory.needed_memory(compiled["program"])
+        results = {name: float(value) for name, value in parallel.fetch(compiled["program"](key, variables)).items()}
+        if compiled["needed"] is not None:
+            results["eval_memory_bytes"] = float(compiled["needed"])  # per device, by XLA's memory analysis
         if labelled is not None:
             tick = time.perf_counter()
             actions, values = parallel.fetch(network_on_positions(variables, states))

@@ -1,6 +1,7 @@
 """A trained agent loaded from a run directory: `load_agent(run_dir)`.
 
     agent = azjax.load_agent("runs/tic_tac_toe-...")                 # the latest checkpoint
+    strong = azjax.load_agent("pretrained:connect_four")              # the agent shipped for a game
     early = azjax.load_agent("runs/tic_tac_toe-...", iteration=10)   # or any kept one; or best_metric="eval/score"
     states = jax.vmap(agent.game.init)(jax.random.split(key, 8))
     logits, value = agent.policy_value(states)        # [8, A] masked logits, [8] value for the side to move
@@ -97,8 +98,8 @@ def load_agent(run_dir: str | Path, *, iteration: int | None = None, best_metric
     """The agent of a run directory's latest checkpoint, or of another one.
 
     Args:
-      run_dir: a run directory (`azjax train --out`), one of its `checkpoints/<iteration>` directories, or an
-        export (`azjax export`).
+      run_dir: a run directory (`azjax train --out`), one of its `checkpoints/<iteration>` directories, an
+        export (`azjax export`), or "pretrained:GAME": the agent shipped for GAME (`azjax.pretrained`).
       iteration: the run's checkpoint of this iteration instead of the latest (a run directory keeps its last
         few checkpoints and its best; the error lists those it has).
       best_metric: the run's checkpoint with the highest value of this metric instead, e.g. "eval/score".

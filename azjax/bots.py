@@ -35,11 +35,12 @@ import jax.numpy as jnp
 import mctx
 from flax import struct
 
+from azjax import pretrained, tree_reuse
 from azjax import solver as solver_lib
-from azjax import tree_reuse
 from azjax.agent import Agent, load_agent
 from azjax.config import SearchConfig
 from azjax.games import BoardState, Game, State, lookahead
+from azjax.games import names as game_names
 from azjax.networks import inference_fn
 from azjax.search import SearchOutput, evaluate_states, make_search_fn
 
@@ -529,7 +530,9 @@ def alphazero_bot(
 SPEC_HELP = (
     "random, onestep, mcts:N (UCT with N simulations), perfect (small games such as tic_tac_toe), "
     "greedy:RUN_DIR (the network, no search), az:RUN_DIR[:SIMS][:reuse|:fresh] or just RUN_DIR (the network with "
-    "search; :reuse keeps its search tree from move to move, :fresh does not; default: reuse with PUCT only)"
+    "search; :reuse keeps its search tree from move to move, :fresh does not; default: reuse with PUCT only); "
+    "RUN_DIR is a run directory, an export, or pretrained:GAME (the agent shipped for GAME; `azjax pretrained` "
+    "lists them), and a game's name alone means its shipped agent"
 )
 TREE_SUFFIXES = {":reuse": True, ":fresh": False}  # az:RUN[:SIMS]<suffix>: tree reuse on or off
 
@@ -549,6 +552,9 @@ def _load(run_dir: str, spec: str) -> Agent:
 
     if not run_dir:
         raise SpecError(f"agent {spec!r}: no run directory given")
+    shipped = shipped_game(run_dir)
+    if shipped is not None:
+        run_dir = pretrained.PREFIX + shipped
     try:
         return load_agent(run_dir)
     except checkpointing.CheckpointError as error:
@@ -600,7 +606,7 @@ def make_bot(
             run_dir, sims = head, _positive_int(tail, spec)
         agent = _load(run_dir, spec)
         bot = alphazero_bot(agent, num_simulations=sims, policy=policy, reuse_tree=reuse, name=spec)
-    elif Path(spec).is_dir() or _looks_like_a_path(spec):
+    elif shipped_game(spec) is not None or Path(spec).is_dir() or _looks_like_a_path(spec):
         agent = _load(spec, spec)  # a path that does not exist says so (not that it is no agent name)
         bot = alphazero_bot(agent, num_simulations=num_simulations, policy=policy, name=spec)
     else:
@@ -608,6 +614,16 @@ def make_bot(
     if game is not None and agent.game.name != game.name:
         raise SpecError(f"agent {spec!r} was trained on {agent.game.name}, not {game.name}")
     return bot
+
+
+def shipped_game(spec: str) -> str | None:
+    """The game whose shipped agent `spec` names: "pretrained:GAME", or a registered game's name where no directory
+    of that name exists; None for any other spec. (Whether an agent ships for that game is checked on loading.)"""
+    if pretrained.is_pretrained(spec):
+        return spec.removeprefix(pretrained.PREFIX)
+    if spec in game_names() and not Path(spec).exists():
+        return spec
+    return None
 
 
 def _looks_like_a_path(spec: str) -> bool:
@@ -633,12 +649,18 @@ def game_of_spec(spec: str) -> str | None:
         rest = _tree_suffix(rest)[1] if kind == "az" else rest
         head, _, tail = rest.rpartition(":")
         run_dir = head if head and tail.isdecimal() and kind == "az" else rest
-    elif spec not in ("random", "onestep", "perfect") and kind != "mcts" and Path(spec).is_dir():
+    elif spec not in ("random", "onestep", "perfect") and kind != "mcts" and (
+            Path(spec).is_dir() or shipped_game(spec) is not None):
         run_dir = spec
     else:
         return None
     if not run_dir:
         return None
+    shipped = shipped_game(run_dir)
+    if shipped is not None:
+        if shipped not in pretrained.names():
+            raise SpecError(f"agent {spec!r}: {pretrained.missing_message(shipped)}")
+        return shipped
     try:
         if (Path(run_dir) / rundir.CONFIG_FILE).is_file():
             return rundir.read_config(Path(run_dir)).game

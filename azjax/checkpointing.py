@@ -40,7 +40,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from azjax import config as config_lib
-from azjax import parallel, tree_reuse
+from azjax import games, parallel, pretrained, tree_reuse
 from azjax.rundir import CONFIG_FILE, CheckpointError, fsync_dir, game_unavailable, read_config
 from azjax.rundir import metrics_path as metrics_path  # re-exported: the run directory's files
 from azjax.rundir import read_metrics as read_metrics
@@ -245,6 +245,7 @@ class CheckpointManager:
             "config": config_lib.to_dict(config),
             "metrics": {k: v for k, v in (metrics or {}).items() if isinstance(v, int | float)},
             "key_impl": str(jax.random.key_impl(run_state.key)),
+            "observation_version": observation_version(config.game),
         }
         primary = parallel.is_primary()  # over several processes, all write their shards, process 0 the rest
         if primary:
@@ -278,6 +279,7 @@ class CheckpointManager:
         """The run state of the latest checkpoint (or of `step`), checked against `config` and its manifest."""
         step = self._resolve(step)
         saved = self.config(step)
+        check_observation(self._step_dir(step), saved, self.meta(step).get("observation_version", 1))
         check_resumable(saved, config, self.run_dir, step)
         version = self.meta(step).get("version", 0)
         if version < RESUMABLE_VERSION:
@@ -324,6 +326,7 @@ class CheckpointManager:
         """A checkpoint's config and network variables ({"params", "batch_stats"}), checked against its manifest."""
         step = self._resolve(step)
         config = self.config(step)
+        check_observation(self._step_dir(step), config, self.meta(step).get("observation_version", 1))
         restored = self._restore_items(step, model=_model_template(config))
         return config, dict(restored["model"])
 
@@ -433,17 +436,23 @@ def latest_iteration(run_dir: Path) -> int | None:
 def restore_model(
     path: str | Path, *, iteration: int | None = None, best_metric: str | None = None
 ) -> tuple[config_lib.Config, dict]:
-    """The config and network variables ({"params", "batch_stats"}) of a run directory or an export.
+    """The config and network variables ({"params", "batch_stats"}) of a run directory, an export or a shipped agent.
 
     Args:
-      path: a run directory (its latest checkpoint), one of its `checkpoints/<iteration>` directories, or a
-        directory written by `export_model` / `azjax export`.
+      path: a run directory (its latest checkpoint), one of its `checkpoints/<iteration>` directories, a
+        directory written by `export_model` / `azjax export`, or "pretrained:GAME" (`azjax.pretrained`).
       iteration: a run directory's checkpoint to load instead of the latest.
       best_metric: load the run's checkpoint with the highest value of this metric instead of the latest.
     Raises:
       CheckpointError: the path, its config or its checkpoint cannot be used (the message says which and what
         to do).
     """
+    if pretrained.is_pretrained(path):
+        if iteration is not None or best_metric is not None:
+            raise CheckpointError(f"{path} is one shipped network; it has no other iterations to choose from")
+        config, variables, version = pretrained.restore(str(path))
+        check_observation(str(path), config, version)
+        return config, variables
     path = Path(path)
     if not path.exists():
         raise CheckpointError(
@@ -505,6 +514,7 @@ def export_model(
         "source": str(run_dir.absolute()),
         "iteration": step,
         "metrics": manager.meta(step).get("metrics", {}),
+        "observation_version": manager.meta(step).get("observation_version", 1),
     }
     out.parent.mkdir(parents=True, exist_ok=True)
     for leftover in out.parent.glob(f".{out.name}.*"):  # what a killed export left behind
@@ -530,6 +540,26 @@ def export_model(
     return info
 
 
+def observation_version(game: str) -> int:
+    """The observation version of the game `game` as this process builds it (`Game.observation_version`)."""
+    return games.make(game).observation_version
+
+
+def check_observation(source: str | Path, config: config_lib.Config, version: int) -> None:
+    """Raises CheckpointError unless the network saved in `source`, trained on observation `version` of its game,
+    can read what the game observes today."""
+    try:
+        current = observation_version(config.game)
+    except (ValueError, ImportError) as error:  # the game cannot be built in this process (a module, pgx missing)
+        raise game_unavailable(Path(source), config_lib.UnknownGameError(str(error))) from None
+    if version != current:
+        raise CheckpointError(
+            f"{source} was trained on observation version {version} of {config.game}, but {config.game} observes "
+            f"version {current} today: its network would read input planes it never saw; use it with the azjax (or "
+            "the game's code) that trained it, or train a new network"
+        )
+
+
 def _best_step(manager: CheckpointManager) -> int:
     """The iteration of the manager's best checkpoint by its `best_metric`; CheckpointError if none has it."""
     step = manager.best_step()
@@ -548,6 +578,7 @@ def _restore_export(path: Path) -> tuple[config_lib.Config, dict]:
     if info.get("version", 0) > FORMAT_VERSION:
         raise CheckpointError(f"{path} was exported by a newer azjax (format {info['version']}); upgrade azjax")
     config = read_config(path)
+    check_observation(path, config, info.get("observation_version", 1))
 
     def damaged(why: str) -> CheckpointError:
         return CheckpointError(f"export {path} is damaged or truncated: {why}; export it again")

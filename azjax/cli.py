@@ -85,6 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
                        "its latest checkpoint's) and the overrides given here; with --game, --preset or --config "
                        "their config replaces the run's (none of the run's own settings are kept) and must fit the "
                        "run's checkpoints")
+    train.add_argument("--init-from", metavar="AGENT", help="start a new run from this network's weights: "
+                       "pretrained:GAME (a shipped agent; `azjax pretrained` lists them), a run directory or an "
+                       "export; the optimizer, replay and games start fresh; its game is the run's unless --game "
+                       "says otherwise, and the network's shape must match (the error names what differs)")
     train.add_argument("--iterations", type=int, help="stop after this many iterations in total, counting those "
                        "of a resumed run (sets num_iterations; default: the preset's or the run's)")
     train.add_argument("--seconds", type=float, help="stop after this many seconds of training (wall clock)")
@@ -106,6 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "device for networks too small for the split to pay, as measured; the run prints its "
                        "choice and why); 1 = no split")
     train.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
+    train.add_argument("--past-perfect", action="store_true", help="go on training after an evaluation finds "
+                       "perfect play (tic-tac-toe: optimal in all its solved positions, no loss to the perfect "
+                       "player), where a run otherwise stops")
     _add_distributed_options(train, "one mesh over every process's devices; process 0 writes the run directory, "
                              "which every process must see (a shared file system)")
     _add_compile_cache_option(train)
@@ -129,6 +136,17 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--best-metric", default="eval/score", help="the metric --best maximises")
     export.add_argument("--force", action="store_true", help="replace OUT if it is an earlier export")
     _add_eval_and_play(commands)
+
+    commands.add_parser(
+        "pretrained",
+        allow_abbrev=False,
+        help="list the trained agents shipped with azjax and their measured strength",
+        description="List the trained agents that ship inside the package, one per game, with how each was "
+        "trained and its strength as measured (each figure's command is in its model card, "
+        "azjax/pretrained/GAME/card.json). Use one as pretrained:GAME (or the game's name) wherever an agent "
+        "goes: azjax play connect_four, azjax eval pretrained:connect_four mcts:1600, "
+        "azjax train --init-from pretrained:connect_four.",
+    )
 
     check = commands.add_parser(
         "check",
@@ -207,8 +225,9 @@ def _add_eval_and_play(commands) -> None:
         description="Play a game against an agent in the terminal: type moves such as b2 (tic-tac-toe) or d "
         "(Connect Four); 'help' lists the legal moves, 'quit' stops. Agents: " + _AGENT_HELP + ".",
     )
-    play.add_argument("agent", nargs="?", default="mcts:1000", metavar="AGENT", help="the opponent (default: "
-                      "mcts:1000)")
+    play.add_argument("agent", nargs="?", metavar="AGENT", help="the opponent; a game's name plays the agent "
+                      "shipped for it, e.g. `azjax play connect_four` (default: the game's shipped agent where "
+                      "there is one, else mcts:1000)")
     play.add_argument("--game", help="the game (default: the run's, else tic_tac_toe): " + _GAME_HELP)
     play.add_argument("--first", choices=["you", "agent", "random"], default="you", help="who moves first "
                       "(default: you)")
@@ -371,8 +390,11 @@ def _play(args: argparse.Namespace) -> int:
 
     import jax
 
-    from azjax import bots, play
+    from azjax import bots, games, play, pretrained
 
+    if args.agent is None:  # the shipped agent of the game asked for, else UCT
+        name = games.canonical(args.game) if args.game else "tic_tac_toe"
+        args.agent = pretrained.PREFIX + name if name in pretrained.names() else "mcts:1000"
     game = _game_for([args.agent], args.game)
     if args.simulations is not None and args.simulations < 1:
         raise bots.SpecError("--simulations must be >= 1")
@@ -495,7 +517,7 @@ def _join_processes(args: argparse.Namespace, command: str) -> int | None:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from azjax import checkpointing, games, parallel, trainer
+    from azjax import bots, checkpointing, games, parallel, rundir, trainer
     from azjax import config as config_lib
 
     parallel.expose_cpu_cores(args.devices)  # before jax starts its backend
@@ -511,6 +533,12 @@ def _train(args: argparse.Namespace) -> int:
         print("MODULE:FACTORY for a game of your own, e.g. hex5:make_hex5 (README: Your own game)")
         return 0
     try:
+        if args.init_from is not None and args.game is None and args.config is None and (
+                args.out is None or not (args.out / rundir.CONFIG_FILE).is_file()):
+            args.game = bots.game_of_spec(args.init_from)  # the source's game, and so its preset
+            if args.game is None:
+                raise bots.SpecError(f"--init-from {args.init_from!r} is no run directory, export or shipped "
+                                     "agent: give the --out of a run, an export or pretrained:GAME")
         if args.game is not None:
             args.game = games.canonical(args.game)
             games.check_known(args.game)
@@ -552,6 +580,8 @@ def _train(args: argparse.Namespace) -> int:
             eval_opponents=opponents,
             progress=not args.no_progress,
             num_devices=args.devices,
+            init_from=args.init_from,
+            stop_when_perfect=not args.past_perfect,
         )
     except trainer.NonFiniteError as error:
         print(f"azjax train: error: {error}", file=sys.stderr)
@@ -570,7 +600,7 @@ def _train(args: argparse.Namespace) -> int:
             f"{'Done' if result.stop_reason == 'iterations' else 'Stopped'} ({result.stop_reason}): iteration "
             f"{last['iteration']}, {last['time']:.0f} s, {loss}, {last['positions_per_second']:,.0f} positions/s."
         )
-    if result.stop_reason != "iterations":
+    if result.stop_reason not in ("iterations", "perfect"):
         if result.last_checkpoint:
             print(f"Checkpoint saved at iteration {result.last_checkpoint}. Resume with: {resume}")
         else:
@@ -601,6 +631,18 @@ def _opponents(text: str | None, game_name: str) -> tuple[str, ...] | None:
     for spec in specs:
         bots.make_bot(spec, game)  # a malformed spec says so now, not at the first evaluation
     return specs
+
+
+def _pretrained() -> int:
+    from azjax import games, pretrained
+
+    shipped = pretrained.names()
+    for name in shipped:
+        print(pretrained.describe(name))
+    missing = [name for name in games.names() if name not in shipped]
+    if missing:
+        print(f"No agent ships for {', '.join(missing)}: train one with azjax train --game GAME.")
+    return 0
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -699,6 +741,8 @@ def main(argv: list[str] | None = None) -> int:
             return _play(args)
         if args.command == "check":
             return _check(args)
+        if args.command == "pretrained":
+            return _pretrained()
     except (CheckpointError, ConfigError, SpecError, GameNotFoundError, MemoryBudgetError,
             MissingDependencyError) as error:
         # Fixable by the user: one line that says what to change, no traceback.

@@ -21,9 +21,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
-from azjax import checkpointing, evaluation, memory, parallel, rundir
+from azjax import checkpointing, evaluation, memory, parallel, pretrained, rundir
 from azjax.config import Config, ConfigError
 from azjax.training import (
     RunState,
@@ -45,7 +46,8 @@ class TrainResult:
     run_state: RunState
     history: list[dict]
     resumed_from: int | None  # the iteration the run resumed from, or None for a fresh run
-    stop_reason: str  # "iterations" (all done), "seconds" (max_seconds) or "interrupted" (SIGINT / SIGTERM)
+    stop_reason: str  # "iterations" (all done), "seconds" (max_seconds), "interrupted" (SIGINT / SIGTERM) or
+    # "perfect" (an evaluation found perfect play: `plays_perfectly`)
     last_checkpoint: int | None = None  # the iteration of the newest checkpoint when training stopped
 
 
@@ -73,6 +75,8 @@ def train(
     eval_opponents: tuple[str, ...] | None = None,
     progress: bool = True,
     num_devices: int | None = None,
+    init_from: str | Path | None = None,
+    stop_when_perfect: bool = True,
     log: Callable[[str], None] = print,
 ) -> TrainResult:
     """Trains until `config.num_iterations` iterations in total, or `max_seconds` of this session, are spent.
@@ -128,6 +132,15 @@ def train(
       checkpointing.CheckpointError: `run_dir` is a file, or holds an incompatible or damaged checkpoint.
       ConfigError: `max_seconds` is not a finite number > 0, or `num_devices` is more than there are, or does not
         divide the games and the SGD batch.
+
+    With `stop_when_perfect`, a run stops after an evaluation that finds perfect play (`plays_perfectly`: on a
+    solved game, the optimal move in every labelled position and no loss to the perfect player), with stop_reason
+    "perfect" and a line that says so: more training cannot improve it.
+
+    `init_from` (a run directory, an export or "pretrained:GAME") starts a new run from that network's weights
+    (its params and batch-norm statistics; the optimizer, replay and games start fresh, as does the schedule).
+    CheckpointError if `run_dir` already holds a run, if the source is of another game, or if any of its arrays
+    has another shape than `config`'s network (the message names the first and the settings to change).
     """
     config.validate()
     if max_seconds is not None and not (math.isfinite(max_seconds) and max_seconds > 0):
@@ -146,11 +159,20 @@ def train(
     run_dir = Path(run_dir)
     checkpoints = checkpointing.CheckpointManager(run_dir, keep=keep_checkpoints, best_metric=best_metric)
     resumed_from = _check_run_dir(run_dir, config, checkpoints, log)
+    if init_from is not None and resumed_from is not None:
+        raise checkpointing.CheckpointError(
+            f"--init-from starts a new run, but {run_dir} holds one (iteration {resumed_from}): pass a new --out, "
+            "or resume it without --init-from"
+        )
     with _StopSignals(log) as stop:  # until train returns, SIGINT / SIGTERM only ask to stop between iterations
         if resumed_from is not None:
             run_state = checkpoints.restore(config)
         else:
+            weights = None if init_from is None else warm_start_weights(config, init_from, log)
             run_state = init_run_state(config)
+            if weights is not None:  # the optimizer's state does not depend on the weights' values
+                run_state = run_state.replace(train_state=run_state.train_state.replace(
+                    params=weights["params"], batch_stats=weights["batch_stats"]))
         start_iteration = int(run_state.iteration)
         if resumed_from is not None and start_iteration < config.num_iterations:
             log(f"Resuming {run_dir} from iteration {resumed_from} (training to {config.num_iterations}).")
@@ -229,6 +251,11 @@ def train(
                 if out_of_time:
                     stop_reason = "seconds"
                     break
+                if stop_when_perfect and plays_perfectly(record) and iteration < config.num_iterations:
+                    log(f"iteration {iteration}: the network plays perfectly (its top move is optimal in every "
+                        "labelled position and it never lost to the perfect player), so training stops here.")
+                    stop_reason = "perfect"
+                    break
         finally:
             if bar is not None:
                 bar.close()
@@ -295,6 +322,42 @@ def choose_devices(config: Config, num_devices: int | None = None) -> list[jax.D
         return parallel.choose_devices(num_devices, split_batches(config))
     except ValueError as error:
         raise ConfigError(str(error)) from None
+
+
+def plays_perfectly(record: dict) -> bool:
+    """Whether an iteration's record shows perfect play: an evaluation with the network's top move optimal in every
+    labelled position ("eval/optimal_move_rate" 1) and no loss to the perfect player ("eval/perfect" 0.5: it
+    cannot win, so a score of a half is all draws). Only games with both (tic-tac-toe's default evaluation)."""
+    return record.get("eval/optimal_move_rate") == 1.0 and record.get("eval/perfect", 0.0) >= 0.5
+
+
+def warm_start_weights(config: Config, source: str | Path, log: Callable[[str], None] = print) -> dict:
+    """The network weights ({"params", "batch_stats"}) of `source` (a run directory, an export or "pretrained:GAME"),
+    checked to fit `config`'s network before anything is built (`train(init_from=...)` starts from them).
+
+    Raises:
+      CheckpointError: the source cannot be loaded, is of another game, or one of its arrays has another shape
+        than `config`'s network (the message names the first and what to change).
+    """
+    saved, variables = checkpointing.restore_model(source)
+    if saved.game != config.game:
+        raise checkpointing.CheckpointError(
+            f"--init-from {source}: it was trained on {saved.game}, and this run plays {config.game}; start from a "
+            f"network of {config.game}, or pass --game {saved.game}"
+        )
+    template = pretrained.model_template(config)
+    mismatch = pretrained.first_mismatch(template, variables)
+    if mismatch is not None:
+        changed = [(field.name, getattr(saved.network, field.name), getattr(config.network, field.name))
+                   for field in dataclasses.fields(saved.network)
+                   if getattr(saved.network, field.name) != getattr(config.network, field.name)]
+        differences = ", ".join(f"{name} ({there} there, {here} here)" for name, there, here in changed)
+        options = " ".join(f"--network.{name} {there}" for name, there, _ in changed)
+        fix = (f"its network differs in {differences}: pass {options}" if changed
+               else "the game's observation or actions differ from those it was trained on")
+        raise checkpointing.CheckpointError(f"cannot start from {source}: {mismatch}; {fix}")
+    log(f"Starting from the network of {source}; the optimizer, replay buffer and games start fresh.")
+    return jax.tree.map(lambda new, like: jnp.asarray(new, like.dtype), variables, template)
 
 
 def _check_run_dir(

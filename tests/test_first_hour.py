@@ -76,6 +76,10 @@ MISTAKES = [
     ("train --search.num_simulatons 8", 2, "unknown option --search.num_simulatons (did you mean "
                                            "--search.num_simulations?)"),
     ("train --search.num_simulation 8", 2, "unknown option --search.num_simulation"),
+    ("train --init-from {root}/no-such", 2, "is no run directory, export or shipped agent"),
+    ("train --init-from pretrained:nosuch", 2, "no trained agent ships with azjax for nosuch"),
+    ("train --init-from {root}/run --network.num_channels 999", 2, "--network.num_channels 8"),
+    ("eval pretrained:nosuch random", 2, "no trained agent ships with azjax for nosuch"),
     ("train --iteration 3", 2, "unknown option --iteration (did you mean --iterations?)"),
     ("train --network.num_blocks -1", 2, "network.num_blocks must be a whole number >= 1"),
     ("train --search.num_simulations abc", 2, "search.num_simulations must be an int, got 'abc'"),

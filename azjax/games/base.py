@@ -107,6 +107,10 @@ class Game(Generic[S]):
       from_ascii: str -> State, builds a position from the text `render` prints (None if unsupported).
       action_to_string: int -> str, a move's name for people (e.g. "b3").
       string_to_action: str -> int, parses a person's move; raises ValueError with a hint when malformed.
+      observation_version: which planes `observe` produces. Raise it whenever `observe` changes what it returns
+        (a plane added, reordered or meaning something else): checkpoints, exports and shipped agents record the
+        version that trained them, and loading one against another version fails with a clear error instead of
+        feeding its network the wrong planes.
     """
 
     name: str
@@ -121,6 +125,7 @@ class Game(Generic[S]):
     from_ascii: Callable[[str], S] | None = None
     action_to_string: Callable[[int], str] = str
     string_to_action: Callable[[str], int] = int
+    observation_version: int = 1
 
 
 # --------------------------------------------------------------------------------------------------------------

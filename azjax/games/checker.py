@@ -21,7 +21,7 @@ checks, roughly in this order; the name in brackets is the one an error message 
 
 * [static_fields] `name`, `num_actions >= 1`, `observation_shape` (a tuple of 1, 2 or 3 positive ints: the
   network reads (F,) as features, (H, W) as a board of one plane and (H, W, C) as a board of C planes),
-  `max_length >= 1`, and callable `init`, `step`, `observe`.
+  `max_length >= 1`, `observation_version >= 1`, and callable `init`, `step`, `observe`.
 * [symmetries] every `Symmetry.action_index` is a permutation of `range(num_actions)` given as Python ints, and
   `transform` keeps the observation's shape and dtype.
 * [trace] `init`, `step`, `observe` and the symmetries' `transform` trace, alone and under `jax.vmap`, and run
@@ -326,6 +326,8 @@ def _check_static_fields(game: Game, ctx: _Context) -> None:
         )
     if not _is_int(game.max_length) or game.max_length < 1:
         problems.append(f"max_length must be an int >= 1, got {game.max_length!r}")
+    if not _is_int(game.observation_version) or game.observation_version < 1:
+        problems.append(f"observation_version must be an int >= 1, got {game.observation_version!r}")
     for field in ("init", "step", "observe"):
         if not callable(getattr(game, field)):
             problems.append(f"{field} must be callable, got {getattr(game, field)!r}")

@@ -107,8 +107,9 @@ def test_rejects_too_few_games(ttt):
 
 @pytest.mark.parametrize(
     "changes",
-    [dict(num_actions=0), dict(observation_shape=[3, 3, 2]), dict(max_length=0), dict(step=None)],
-    ids=["num_actions", "observation_shape", "max_length", "step"],
+    [dict(num_actions=0), dict(observation_shape=[3, 3, 2]), dict(max_length=0), dict(step=None),
+     dict(observation_version="2")],
+    ids=["num_actions", "observation_shape", "max_length", "step", "observation_version"],
 )
 def test_bad_static_fields(ttt, changes):
     _assert_fails(dataclasses.replace(ttt, **changes), "static_fields", played=False)

@@ -1,0 +1,203 @@
+"""Train, package and measure the agent that ships for a game (azjax/pretrained/GAME): one script, rerunnable.
+
+    python experiments/pretrain.py connect_four                  # train (the game's budget), package, measure
+    python experiments/pretrain.py connect_four --skip-training  # package and measure the finished run again
+    python experiments/pretrain.py othello6 --seconds 1800 --opponents mcts:400 --games 100
+
+Three steps, each recorded in the agent's model card (azjax/pretrained/GAME/card.json):
+1. train: `azjax train --game GAME --seconds S --seed SEED --out runs/pretrain/GAME --no-progress` (tic-tac-toe: the
+   preset's iterations), in a subprocess, so that the card's command is exactly what ran; the run directory gets
+   pretrain.json (command, commit, machine, wall time), so that packaging and measuring can be redone later.
+2. package: the run's latest checkpoint as config.json + model.msgpack + card.json (`azjax.pretrained.write`).
+3. measure: each figure by an `azjax eval` command run in a subprocess (its command line goes into the card beside
+   its result): the labelled positions (network and search) where the game has them, and matches of --games games
+   from distinct random openings against each --opponents agent and, with --reference RUN, against another run
+   (e.g. the 10-minute preset's). For Connect Four, also the move chosen on the empty board (the centre is the
+   only winning one).
+The card is rewritten after every figure, so an interrupted measurement keeps what it finished.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+# Per game: the training budget (None: the preset's iterations), the openings of the measuring matches (distinct
+# for 100 pairs of games where the game has that many), and the match opponents.
+GAMES = {
+    "tic_tac_toe": dict(seconds=None, opening_moves=0, opponents=("perfect", "mcts:400", "mcts:1600")),
+    "connect_four": dict(seconds=3600, opening_moves=4, opponents=("mcts:400", "mcts:1600")),
+    "gomoku9": dict(seconds=900, opening_moves=2, opponents=("mcts:400", "mcts:1600")),
+    "othello6": dict(seconds=900, opening_moves=4, opponents=("mcts:400", "mcts:1600")),
+    "brandub": dict(seconds=900, opening_moves=2, opponents=("mcts:400", "mcts:1600")),
+}
+LABELLED = ("tic_tac_toe", "connect_four")  # games with solved positions (azjax.solver.positions)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("game", choices=sorted(GAMES))
+    parser.add_argument("--seconds", type=float, help="training budget (default: the game's, see GAMES)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--run-dir", type=Path, help="the training run (default: runs/pretrain/GAME)")
+    parser.add_argument("--out", type=Path, help="the agent's directory (default: azjax/pretrained/GAME)")
+    parser.add_argument("--skip-training", action="store_true", help="package and measure the finished run")
+    parser.add_argument("--no-measure", action="store_true", help="train and package only")
+    parser.add_argument("--games", type=int, default=200, help="games per measuring match (default: 200)")
+    parser.add_argument("--opponents", help="comma-separated match opponents (default: the game's)")
+    parser.add_argument("--reference", metavar="RUN", help="also play this agent (e.g. a 10-minute preset run)")
+    parser.add_argument("--positions", action=argparse.BooleanOptionalAction, default=True,
+                        help="judge on the labelled positions where the game has them (default: yes)")
+    args = parser.parse_args(argv)
+    spec = GAMES[args.game]
+    run_dir = args.run_dir or Path("runs/pretrain") / args.game
+    out = args.out or REPO / "azjax" / "pretrained" / args.game
+    seconds = args.seconds if args.seconds is not None else spec["seconds"]
+    if not args.skip_training:
+        train(args.game, run_dir, seconds, args.seed)
+    package(run_dir, out)
+    if args.no_measure:
+        return 0
+    opponents = tuple(args.opponents.split(",")) if args.opponents else spec["opponents"]
+    if args.reference:
+        opponents += (args.reference,)
+    measure(args.game, out, opponents=opponents, games=args.games, opening_moves=spec["opening_moves"],
+            positions=args.positions and args.game in LABELLED)
+    return 0
+
+
+def train(game: str, run_dir: Path, seconds: float | None, seed: int) -> dict:
+    """Runs `azjax train` and writes RUN/pretrain.json: how it was trained."""
+    if run_dir.exists():
+        raise SystemExit(f"{run_dir} exists: pass --skip-training to package it, or remove it to train anew")
+    command = ["azjax", "train", "--game", game, "--seed", str(seed), "--out", str(run_dir), "--no-progress"]
+    if seconds is not None:
+        command[4:4] = ["--seconds", f"{seconds:g}"]
+    print("$", shlex.join(command), flush=True)
+    tick = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "azjax.cli", *command[1:]], check=True)
+    record = {
+        "command": shlex.join(command),
+        "commit": _commit(),
+        "date": datetime.date.today().isoformat(),
+        "machine": machine(),
+        "wall_seconds": round(time.perf_counter() - tick, 1),
+        "budget_seconds": seconds,
+        "seed": seed,
+    }
+    (run_dir / "pretrain.json").write_text(json.dumps(record, indent=2) + "\n")
+    return record
+
+
+def package(run_dir: Path, out: Path) -> dict:
+    """Writes the run's latest network as a shipped agent into `out`, with its card's training record."""
+    import jax
+
+    from azjax import checkpointing, pretrained
+    from azjax.rundir import read_metrics
+
+    record_path = run_dir / "pretrain.json"
+    if not record_path.is_file():
+        raise SystemExit(f"{run_dir} has no pretrain.json: train it with this script first")
+    record = json.loads(record_path.read_text())
+    config, variables = checkpointing.restore_model(run_dir)
+    iteration = checkpointing.latest_iteration(run_dir)
+    metrics = [m for m in read_metrics(run_dir) if m.get("iteration") == iteration]
+    training = dict(record, iterations=iteration, jax=jax.__version__,
+                    training_seconds=round(metrics[-1]["time"], 1) if metrics else None)
+    info = {"observation_version": checkpointing.observation_version(config.game), "training": training,
+            "strength": []}
+    card = pretrained.write(out, config, variables, info)
+    print(f"Packaged iteration {iteration} of {run_dir} into {out} ({card['model_bytes'] / 1e6:.2f} MB)", flush=True)
+    return card
+
+
+def measure(game: str, out: Path, *, opponents: tuple[str, ...], games: int, opening_moves: int,
+            positions: bool) -> None:
+    """Measures the agent in `out` and adds each figure, with its command, to its card."""
+    agent = f"pretrained:{game}"
+    if positions:
+        command = ["azjax", "eval", "--positions", f"greedy:{agent}", agent]
+        result = _run_eval(command)
+        for name, what in ((f"greedy:{agent}", "network"), (agent, "search")):
+            figures = result["positions"][name]
+            strata = ", ".join(f"{k.split('/')[1]} {v:.1%}" for k, v in figures.items()
+                               if k.startswith("optimal_move_rate/"))
+            _add(out, command, f"{what}: optimal top move in {figures['optimal_move_rate']:.1%} of the labelled "
+                 f"positions" + (f" ({strata})" if strata else ""), {what: figures})
+    if game == "connect_four":
+        _add(out, [sys.executable, "experiments/pretrain.py", "connect_four", "--skip-training"],
+             *_empty_board_moves(agent))
+    for opponent in opponents:
+        command = ["azjax", "eval", agent, opponent, "--games", str(games), "--opening-moves", str(opening_moves)]
+        match = _run_eval(command)["matches"][0]
+        _add(out, command, f"vs {opponent}: score {match['score']:.3f} [{match['score_low']:.3f}, "
+             f"{match['score_high']:.3f}] ({match['wins']}-{match['draws']}-{match['losses']} W-D-L over "
+             f"{match['games']} games, {match['distinct_games']} distinct)", match)
+
+
+def _empty_board_moves(agent_spec: str) -> tuple[str, dict]:
+    import jax
+
+    import azjax
+
+    agent = azjax.load_agent(agent_spec)
+    states = jax.vmap(agent.game.init)(jax.random.split(jax.random.key(0), 1))
+    network = agent.game.action_to_string(int(agent.act(jax.random.key(0), states, search=False)[0]))
+    search = agent.game.action_to_string(int(agent.act(jax.random.key(0), states)[0]))
+    return (f"empty board: the network plays {network}, its search {search} (d, the centre, is the only winning "
+            "move)", {"network": network, "search": search})
+
+
+def _run_eval(command: list[str]) -> dict:
+    with tempfile.TemporaryDirectory() as temporary:
+        path = Path(temporary) / "result.json"
+        print("$", shlex.join(command), flush=True)
+        subprocess.run([sys.executable, "-m", "azjax.cli", *command[1:], "--json", str(path)], check=True)
+        return json.loads(path.read_text())
+
+
+def _add(out: Path, command: list[str], summary: str, result: dict) -> None:
+    """Adds one measured figure to the card in `out` (rewritten at once)."""
+    path = out / "card.json"
+    card = json.loads(path.read_text())
+    card["strength"].append({"summary": summary, "command": shlex.join(command), "machine": machine(),
+                             "date": datetime.date.today().isoformat(), "commit": _commit(), "result": result})
+    path.write_text(json.dumps(card, indent=2) + "\n")
+    print(summary, flush=True)
+
+
+def machine() -> str:
+    """The CPU model and core count (what the figures depend on)."""
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{os.cpu_count()}-core {model}"
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,194 @@
+"""Shipped agents (`azjax.pretrained`): packaging a run as one, loading it by `pretrained:GAME` everywhere (specs,
+`azjax play GAME`, `azjax pretrained`), `--init-from` and its refusals, the observation version every saved network
+records, and every agent shipped in the package beating a random player."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+
+import jax
+import numpy as np
+import pytest
+from flax import serialization
+
+import azjax
+from azjax import arena, bots, checkpointing, cli, config, games, pretrained, trainer
+
+pytestmark = [pytest.mark.usefixtures("persistent_compile_cache"),
+              pytest.mark.filterwarnings("ignore:Some donated buffers were not usable")]
+
+NATIVE = ("tic_tac_toe", "connect_four", "gomoku9", "othello6", "brandub")  # each ships an agent
+
+
+def run_cli(argv: list[str], stdin: str = "") -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        real_stdin, cli.sys.stdin = cli.sys.stdin, io.StringIO(stdin)
+        try:
+            code = cli.main([str(a) for a in argv])
+        except SystemExit as exit_:
+            code = exit_.code
+        finally:
+            cli.sys.stdin = real_stdin
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory, tiny_overrides):
+    """A TINY tic-tac-toe run (2 iterations: the program other modules compile, from the session's cache)."""
+    root = tmp_path_factory.mktemp("pretrained")
+    args = [arg for name, value in tiny_overrides.items() if name != "num_iterations"
+            for arg in (f"--{name}", str(value))]
+    code, _, err = run_cli(["train", "--out", root / "run", "--iterations", "2", "--eval-every", "0",
+                            "--no-progress", "--no-compile-cache", *args])
+    assert code == 0, err
+    return root / "run"
+
+
+@pytest.fixture()
+def shipped(run, tmp_path, monkeypatch):
+    """A package directory of shipped agents holding the TINY run as tic-tac-toe's."""
+    monkeypatch.setattr(pretrained, "DIRECTORY", tmp_path)
+    config_, variables = checkpointing.restore_model(run)
+    pretrained.write(tmp_path / "tic_tac_toe", config_, variables,
+                     {"observation_version": 1, "training": {"iterations": 2}, "strength": []})
+    return tmp_path
+
+
+def test_a_packaged_run_plays_exactly_as_the_run(run, shipped):
+    card = pretrained.card("tic_tac_toe")
+    assert card["format"] == pretrained.CARD_FORMAT and card["observation_version"] == 1
+    data = (shipped / "tic_tac_toe" / pretrained.MODEL_FILE).read_bytes()
+    assert card["model_bytes"] == len(data) and data[:1] != b"\x80"  # msgpack, not a pickle (protocol 2+ opcode)
+    ours, theirs = azjax.load_agent(run), azjax.load_agent("pretrained:tic_tac_toe")
+    states = jax.vmap(ours.game.init)(jax.random.split(jax.random.key(0), 4))
+    states = jax.vmap(ours.game.step)(states, jax.numpy.array([0, 4, 8, 2]))
+    for a, b in zip(ours.policy_value(states), theirs.policy_value(states), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert card["parameters"] == sum(np.size(x) for x in jax.tree.leaves(ours.variables["params"]))
+
+
+def test_damaged_or_misfitting_weights_are_refused(shipped):
+    path = shipped / "tic_tac_toe" / pretrained.MODEL_FILE
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(checkpointing.CheckpointError, match="does not match its model card's checksum"):
+        pretrained.restore("pretrained:tic_tac_toe")
+    # Whole and checksummed, but the arrays of another network (the preset's, wider than the TINY config's).
+    template = pretrained.model_template(config.get_config("tic_tac_toe"))
+    new = serialization.msgpack_serialize(jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), template))
+    path.write_bytes(new)
+    card_path = shipped / "tic_tac_toe" / pretrained.CARD_FILE
+    card = json.loads(card_path.read_text())
+    card["sha256"] = hashlib.sha256(new).hexdigest()
+    card_path.write_text(json.dumps(card))
+    with pytest.raises(checkpointing.CheckpointError,
+                       match=r"does not fit its config: parameter params/\w+/\w+ has shape \(16,\) there and "
+                             r"\(8,\) here"):
+        pretrained.restore("pretrained:tic_tac_toe")
+
+
+def test_a_game_name_or_pretrained_spec_means_the_shipped_agent(shipped):
+    assert bots.shipped_game("pretrained:tic_tac_toe") == "tic_tac_toe"
+    assert bots.shipped_game("tic_tac_toe") == "tic_tac_toe"
+    assert bots.shipped_game("random") is None and bots.shipped_game("mcts:8") is None
+    assert bots.game_of_spec("tic_tac_toe") == "tic_tac_toe"
+    assert bots.game_of_spec("az:pretrained:tic_tac_toe:8") == "tic_tac_toe"
+    with pytest.raises(bots.SpecError, match=r"no trained agent ships with azjax for connect_four .shipped: "
+                                             r"tic_tac_toe.; train one with `azjax train --game connect_four`"):
+        bots.game_of_spec("connect_four")
+    game = games.make("tic_tac_toe")
+    assert bots.make_bot("greedy:tic_tac_toe", game).name == "greedy:tic_tac_toe"
+    with pytest.raises(bots.SpecError, match="was trained on tic_tac_toe, not connect_four"):
+        bots.make_bot("pretrained:tic_tac_toe", games.make("connect_four"))
+    with pytest.raises(checkpointing.CheckpointError, match="one shipped network; it has no other iterations"):
+        azjax.load_agent("pretrained:tic_tac_toe", iteration=3)
+
+
+def test_the_command_line_lists_and_plays_the_shipped_agents(shipped):
+    code, out, _ = run_cli(["pretrained"])
+    assert code == 0 and out.startswith("pretrained:tic_tac_toe: ")
+    assert "strength not measured yet" in out and "No agent ships for brandub, connect_four" in out
+    code, out, err = run_cli(["play", "--seed", "1"], stdin="quit\n")  # no agent: tic-tac-toe's shipped one
+    assert code == 0, err
+    assert "Loading pretrained:tic_tac_toe" in out
+    code, _, err = run_cli(["play", "othello6"])
+    assert code == 2 and "no trained agent ships with azjax for othello6" in err
+
+
+def test_init_from_starts_from_the_sources_weights_and_refuses_what_does_not_fit(run, shipped, tmp_path,
+                                                                               tiny_config):
+    weights = trainer.warm_start_weights(tiny_config, "pretrained:tic_tac_toe", log=lambda _: None)
+    source = checkpointing.restore_model(run)[1]
+    for a, b in zip(jax.tree.leaves(weights), jax.tree.leaves(source), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    wider = config.with_overrides(tiny_config, {"network.num_channels": 16})
+    with pytest.raises(checkpointing.CheckpointError, match=r"cannot start from .*: parameter params/.* has "
+                       r"shape .* there and .* here; its network differs in num_channels \(8 there, 16 here\): "
+                       "pass --network.num_channels 8"):
+        trainer.warm_start_weights(wider, run)
+    other = config.with_overrides(tiny_config, {"game": "connect_four"})
+    with pytest.raises(checkpointing.CheckpointError, match="trained on tic_tac_toe, and this run plays connect_four"):
+        trainer.warm_start_weights(other, run)
+    with pytest.raises(checkpointing.CheckpointError, match=r"--init-from starts a new run, but .* holds one"):
+        trainer.train(tiny_config, run, init_from="pretrained:tic_tac_toe")
+
+
+def test_train_init_from_on_the_command_line(run, shipped, tmp_path, tiny_overrides):
+    args = [arg for name, value in tiny_overrides.items() if name != "num_iterations"
+            for arg in (f"--{name}", str(value))]
+    code, out, err = run_cli(["train", "--init-from", "pretrained:tic_tac_toe", "--out", tmp_path / "warm",
+                              "--iterations", "2", "--eval-every", "0", "--no-progress", "--no-compile-cache", *args])
+    assert code == 0, err
+    assert "Starting from the network of pretrained:tic_tac_toe" in out
+    code, _, err = run_cli(["train", "--init-from", "pretrained:tic_tac_toe", "--out", tmp_path / "wide",
+                            "--iterations", "1", "--no-compile-cache", *args, "--network.num_channels", "16"])
+    assert code == 2 and "pass --network.num_channels 8" in err and "Traceback" not in err
+
+
+def test_every_saved_network_records_its_observation_version(run, shipped, tmp_path, monkeypatch):
+    manager = checkpointing.CheckpointManager(run)
+    assert manager.meta(manager.latest_step())["observation_version"] == 1
+    info = checkpointing.export_model(run, tmp_path / "export")
+    assert info["observation_version"] == 1
+    monkeypatch.setattr(checkpointing, "observation_version", lambda game: 2)  # the game's observe changed
+    for source in (run, tmp_path / "export", "pretrained:tic_tac_toe"):
+        with pytest.raises(checkpointing.CheckpointError, match="was trained on observation version 1 of "
+                           "tic_tac_toe, but tic_tac_toe observes version 2 today"):
+            checkpointing.restore_model(source)
+
+
+@pytest.mark.parametrize("game_name", NATIVE)
+def test_every_native_game_ships_an_agent_that_beats_random(game_name):
+    assert game_name in pretrained.names(), pretrained.missing_message(game_name)
+    card = pretrained.card(game_name)
+    assert card["game"] == game_name and card["training"]["command"].startswith(f"azjax train --game {game_name}")
+    agent = azjax.load_agent(f"pretrained:{game_name}")
+    match = arena.play(jax.random.key(0), agent.game, bots.greedy_bot(agent), bots.random_bot(), 16,
+                       opening_moves=1)
+    assert match.score >= 0.9, match  # the network alone, no search
+
+
+def test_a_run_stops_once_an_evaluation_finds_perfect_play(tiny_config, tmp_path):
+    calls = []
+
+    def evaluator(key, variables):  # perfect from the second evaluation on
+        calls.append(1)
+        perfect = len(calls) >= 2
+        return {"eval/perfect": 0.5 if perfect else 0.25, "eval/optimal_move_rate": 1.0 if perfect else 0.9}
+
+    config_ = config.with_overrides(tiny_config, {"num_iterations": 4})
+    lines: list[str] = []
+    result = trainer.train(config_, tmp_path / "run", eval_every=1, evaluator=evaluator, progress=False,
+                           log=lines.append)
+    assert result.stop_reason == "perfect" and [r["iteration"] for r in result.history] == [1, 2]
+    assert any("the network plays perfectly" in line for line in lines)
+    assert checkpointing.latest_iteration(tmp_path / "run") == 2  # saved where it stopped
+    result = trainer.train(config_, tmp_path / "on", eval_every=1, evaluator=evaluator, progress=False,
+                           log=lines.append, stop_when_perfect=False)
+    assert result.stop_reason == "iterations" and len(result.history) == 4
+    assert not trainer.plays_perfectly({"eval/optimal_move_rate": 1.0})  # no perfect player: not judged

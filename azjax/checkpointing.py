@@ -464,6 +464,10 @@ def restore_model(
         if iteration is not None or best_metric is not None:
             raise CheckpointError(f"{path} is an export of one checkpoint; it has no other iterations to choose from")
         return _restore_export(path)
+    if pretrained.is_agent_directory(path):  # an agent packaged for shipping (experiments/pretrain.py --out)
+        config, variables, version = pretrained.restore_directory(path)
+        check_observation(path, config, version)
+        return config, variables
     if path.name.isdigit() and path.parent.name == CHECKPOINT_DIR:  # RUN/checkpoints/<iteration>
         path, iteration = path.parent.parent, int(path.name)
     if not (path / CONFIG_FILE).is_file() and not (path / CHECKPOINT_DIR).is_dir():

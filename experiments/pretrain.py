@@ -59,13 +59,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reference", metavar="RUN", help="also play this agent (e.g. a 10-minute preset run)")
     parser.add_argument("--positions", action=argparse.BooleanOptionalAction, default=True,
                         help="judge on the labelled positions where the game has them (default: yes)")
+    parser.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE",
+                        help="config overrides for training, e.g. network.num_channels=64 (recorded in the card)")
     args = parser.parse_args(argv)
     spec = GAMES[args.game]
     run_dir = args.run_dir or Path("runs/pretrain") / args.game
     out = args.out or REPO / "azjax" / "pretrained" / args.game
     seconds = args.seconds if args.seconds is not None else spec["seconds"]
     if not args.skip_training:
-        train(args.game, run_dir, seconds, args.seed)
+        train(args.game, run_dir, seconds, args.seed, args.set)
     package(run_dir, out)
     if args.no_measure:
         return 0
@@ -77,13 +79,16 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def train(game: str, run_dir: Path, seconds: float | None, seed: int) -> dict:
+def train(game: str, run_dir: Path, seconds: float | None, seed: int, overrides: list[str] = ()) -> dict:
     """Runs `azjax train` and writes RUN/pretrain.json: how it was trained."""
     if run_dir.exists():
         raise SystemExit(f"{run_dir} exists: pass --skip-training to package it, or remove it to train anew")
     command = ["azjax", "train", "--game", game, "--seed", str(seed), "--out", str(run_dir), "--no-progress"]
     if seconds is not None:
         command[4:4] = ["--seconds", f"{seconds:g}"]
+    for override in overrides:
+        field, _, value = override.partition("=")
+        command += [f"--{field}", value]
     print("$", shlex.join(command), flush=True)
     tick = time.perf_counter()
     subprocess.run([sys.executable, "-m", "azjax.cli", *command[1:]], check=True)
@@ -126,7 +131,8 @@ def package(run_dir: Path, out: Path) -> dict:
 def measure(game: str, out: Path, *, opponents: tuple[str, ...], games: int, opening_moves: int,
             positions: bool) -> None:
     """Measures the agent in `out` and adds each figure, with its command, to its card."""
-    agent = f"pretrained:{game}"
+    # The package's own agent by its name; one packaged elsewhere (--out) by its directory.
+    agent = f"pretrained:{game}" if out.resolve() == (REPO / "azjax" / "pretrained" / game).resolve() else str(out)
     if positions:
         command = ["azjax", "eval", "--positions", f"greedy:{agent}", agent]
         result = _run_eval(command)
@@ -137,7 +143,7 @@ def measure(game: str, out: Path, *, opponents: tuple[str, ...], games: int, ope
             _add(out, command, f"{what}: optimal top move in {figures['optimal_move_rate']:.1%} of the labelled "
                  f"positions" + (f" ({strata})" if strata else ""), {what: figures})
     if game == "connect_four":
-        _add(out, [sys.executable, "experiments/pretrain.py", "connect_four", "--skip-training"],
+        _add(out, ["python", "experiments/pretrain.py", "connect_four", "--skip-training"],
              *_empty_board_moves(agent))
     for opponent in opponents:
         command = ["azjax", "eval", agent, opponent, "--games", str(games), "--opening-moves", str(opening_moves)]

@@ -53,11 +53,21 @@ def names() -> list[str]:
 
 def card(game: str) -> dict:
     """The model card of a game's shipped agent (see the module docstring); CheckpointError if there is none."""
-    path = _directory(game) / CARD_FILE
+    return read_card(_directory(game))
+
+
+def is_agent_directory(path: Path) -> bool:
+    """Whether `path` is a directory in the shipped agents' format (written by `write`), wherever it lies."""
+    return (path / CARD_FILE).is_file() and (path / MODEL_FILE).is_file()
+
+
+def read_card(directory: Path) -> dict:
+    """The model card in `directory`, checked to be one."""
+    path = directory / CARD_FILE
     try:
         info = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise CheckpointError(f"the shipped agent of {game} is damaged ({path}: {error}); reinstall azjax") from None
+        raise CheckpointError(f"the agent in {directory} is damaged ({path}: {error}); reinstall azjax") from None
     if not isinstance(info, dict) or info.get("format") != CARD_FORMAT:
         raise CheckpointError(f"{path} is not an azjax model card; reinstall azjax")
     if info.get("version", 0) > CARD_VERSION:
@@ -70,12 +80,18 @@ def restore(spec: str) -> tuple[config_lib.Config, dict, int]:
 
     Args:
       spec: "pretrained:GAME" (or just the game's name).
+    Returns:
+      The config, the variables and the observation version of the game that trained the network.
     Raises:
       CheckpointError: no agent is shipped for the game, or its files are damaged (the message says which).
     """
-    game = str(spec).removeprefix(PREFIX)
-    info = card(game)
-    directory = _directory(game)
+    return restore_directory(_directory(str(spec).removeprefix(PREFIX)))
+
+
+def restore_directory(directory: Path) -> tuple[config_lib.Config, dict, int]:
+    """`restore` of an agent directory anywhere (as `write` leaves it, e.g. before it is copied into the package)."""
+    info = read_card(directory)
+    game = info.get("game", directory.name)
     config = config_lib.from_json((directory / CONFIG_FILE).read_text())
     data = (directory / MODEL_FILE).read_bytes()
     if hashlib.sha256(data).hexdigest() != info.get("sha256"):

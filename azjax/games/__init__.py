@@ -5,7 +5,8 @@
 
 See `azjax.games.base` for the protocol and its conventions, `check_game` to validate a game of your own, and
 `register` to make it available by name; the `azjax` command also takes a game of your own by its source,
-`--game MODULE:FACTORY` (see `azjax.games.registry`).
+`--game MODULE:FACTORY` (see `azjax.games.registry`). `azjax.games.drawing` draws positions as SVG (`to_svg`) and
+steps through a game in a notebook (`show`).
 """
 
 from azjax.games.base import Game, State, Symmetry, board_symmetries, random_opening, resolve_step

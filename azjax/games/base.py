@@ -111,6 +111,12 @@ class Game(Generic[S]):
         (a plane added, reordered or meaning something else): checkpoints, exports and shipped agents record the
         version that trained them, and loading one against another version fails with a clear error instead of
         feeding its network the wrong planes.
+      draw: `draw(state, *, last_move=None, annotations=None) -> str`, a standalone SVG document (a string
+        starting with "<svg") of one unbatched, concrete state: the board, the pieces, the move `last_move` (an
+        action index) that led to it highlighted, and `annotations`, a mapping {action index: short text} (e.g. a
+        search's visit share "41%" or a value), drawn on the square or column each action names. Host-side Python
+        (convert the state with numpy), never jitted. None: `azjax.games.drawing.to_svg` and `show` then draw the
+        text of `render`.
     """
 
     name: str
@@ -126,6 +132,7 @@ class Game(Generic[S]):
     action_to_string: Callable[[int], str] = str
     string_to_action: Callable[[str], int] = int
     observation_version: int = 1
+    draw: Callable[..., str] | None = None
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -69,7 +69,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from azjax.games import boards
+from azjax.games import boards, drawing
 from azjax.games.base import Game, State, Symmetry, _dihedral_grid_maps, resolve_step
 
 SIZE = 7
@@ -541,5 +541,6 @@ def make_brandub(
         from_ascii=functools.partial(_from_ascii, rules=rules),
         action_to_string=action_to_string,
         string_to_action=string_to_action,
+        draw=functools.partial(drawing.draw_tafl, destinations=RAYS.reshape(NUM_ACTIONS)),
     )
 

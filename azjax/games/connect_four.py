@@ -7,10 +7,12 @@ stones then the opponent's. The only board symmetry is the left-right mirror.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
-from azjax.games import boards
+from azjax.games import boards, drawing
 from azjax.games.base import Game, Symmetry, resolve_step
 
 HEIGHT, WIDTH = 6, 7
@@ -76,4 +78,5 @@ def make_connect_four() -> Game:
         from_ascii=_from_ascii,
         action_to_string=lambda a: boards.COLUMN_LETTERS[int(a)],
         string_to_action=_string_to_action,
+        draw=functools.partial(drawing.draw_connect_four, height=HEIGHT, width=WIDTH),
     )

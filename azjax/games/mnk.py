@@ -13,7 +13,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from azjax.games import boards
+from azjax.games import boards, drawing
 from azjax.games.base import Game, board_symmetries, resolve_step
 
 
@@ -76,6 +76,7 @@ def make_mnk_game(name: str, height: int, width: int, k: int, *, exact: bool = F
         ),
         action_to_string=lambda a: boards.cell_name(int(a), width, height),
         string_to_action=lambda text: boards.parse_cell(text, width, height),
+        draw=functools.partial(drawing.draw_mnk, height=height, width=width),
     )
 
 

@@ -48,7 +48,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from azjax.games import boards
+from azjax.games import boards, drawing
 from azjax.games.base import Game, board_symmetries, resolve_step
 
 Board = jax.Array | np.ndarray  # int8 [N]: on the host (numpy) for render and from_ascii, else traced
@@ -319,6 +319,7 @@ def make_othello(size: int = 8) -> Game:
         from_ascii=functools.partial(_from_ascii, size=size),
         action_to_string=functools.partial(_action_to_string, size=size),
         string_to_action=functools.partial(_string_to_action, size=size),
+        draw=functools.partial(drawing.draw_othello, size=size),
     )
 
 

@@ -20,8 +20,9 @@ How pgx's conventions are brought to azjax's protocol (see `azjax.games.base`):
   running after `max_length` moves ends there as a draw, so a smaller `max_length` shortens the game.
 * Observations are pgx's (from the side to move), cast to float32. pgx's keys: the supported environments are
   deterministic, so `step` needs none; stochastic or imperfect-information environments are rejected.
-* Symmetries are not provided (pgx does not expose them); `render` is a text summary (pgx draws boards as SVG:
-  `state.pgx_state.save_svg("board.svg")`). Moves are named by their action numbers.
+* Symmetries are not provided (pgx does not expose them); `render` is a text summary, and `draw` is pgx's own
+  SVG picture of the board (`state.pgx_state.to_svg()`), with the last move and annotations written below it as
+  text (pgx's picture has no place for them). Moves are named by their action numbers.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from azjax.games import drawing
 from azjax.games.base import Game, State, resolve_step
 
 INSTALL_HINT = "pip install 'azjax[pgx]'"
@@ -123,6 +125,13 @@ def _render(state: PgxState, *, env_id: str) -> str:
     )
 
 
+def _draw(state: PgxState, *, last_move: int | None = None, annotations: drawing.Annotations | None = None,
+          num_actions: int) -> str:
+    """pgx's SVG of the underlying pgx state; the last move and annotations, by action number, in lines below it."""
+    svg = state.pgx_state.to_svg()
+    return drawing.add_notes(svg, num_actions=num_actions, last_move=last_move, annotations=annotations)
+
+
 def _string_to_action(text: str, *, num_actions: int) -> int:
     hint = f"write an action number 0-{num_actions - 1}"
     try:
@@ -195,6 +204,7 @@ def from_pgx(env_id: str, *, max_length: int | None = None) -> Game:
         render=functools.partial(_render, env_id=env_id),
         action_to_string=str,
         string_to_action=functools.partial(_string_to_action, num_actions=num_actions),
+        draw=functools.partial(_draw, num_actions=num_actions),
     )
 
 

@@ -41,7 +41,7 @@ import orbax.checkpoint as ocp
 
 from azjax import config as config_lib
 from azjax import games, parallel, pretrained, tree_reuse
-from azjax.rundir import CONFIG_FILE, CheckpointError, fsync_dir, game_unavailable, read_config
+from azjax.rundir import CONFIG_FILE, CheckpointError, fsync_dir, game_unavailable, read_config, read_versioned_json
 from azjax.rundir import metrics_path as metrics_path  # re-exported: the run directory's files
 from azjax.rundir import read_metrics as read_metrics
 from azjax.rundir import truncate_metrics as truncate_metrics
@@ -573,14 +573,8 @@ def _best_step(manager: CheckpointManager) -> int:
 
 
 def _restore_export(path: Path) -> tuple[config_lib.Config, dict]:
-    try:
-        info = json.loads((path / EXPORT_FILE).read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise CheckpointError(f"{path / EXPORT_FILE} is damaged ({error}); export the model again") from None
-    if not isinstance(info, dict) or info.get("format") != EXPORT_FORMAT:
-        raise CheckpointError(f"{path / EXPORT_FILE} is not an azjax export's; export the model again")
-    if info.get("version", 0) > FORMAT_VERSION:
-        raise CheckpointError(f"{path} was exported by a newer azjax (format {info['version']}); upgrade azjax")
+    info = read_versioned_json(path / EXPORT_FILE, file_format=EXPORT_FORMAT, version=FORMAT_VERSION,
+                               fix="export the model again")
     config = read_config(path)
     check_observation(path, config, info.get("observation_version", 1))
 

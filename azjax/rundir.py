@@ -49,6 +49,24 @@ def read_config(run_dir: Path) -> config_lib.Config:
         raise CheckpointError(f"{path} is not a valid azjax config: {error}; {fix}") from None
 
 
+def read_versioned_json(path: Path, *, file_format: str, version: int, fix: str) -> dict:
+    """A JSON file that names its format and version (an export's export.json, a model card): its content.
+
+    Raises:
+      CheckpointError: the file cannot be read or parsed, or is not of `file_format` ("...; {fix}"), or a newer
+        azjax wrote it (a version above `version`).
+    """
+    try:
+        info = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise CheckpointError(f"{path} is damaged ({error}); {fix}") from None
+    if not isinstance(info, dict) or info.get("format") != file_format:
+        raise CheckpointError(f"{path} is not an {file_format} file; {fix}")
+    if info.get("version", 0) > version:
+        raise CheckpointError(f"{path} was written by a newer azjax (format {info['version']}); upgrade azjax")
+    return info
+
+
 def game_unavailable(run_dir: Path, error: config_lib.UnknownGameError) -> CheckpointError:
     """The error for a run (or export) whose files are fine but whose game cannot be loaded in this process."""
     return CheckpointError(

@@ -13,6 +13,7 @@ import shutil
 import sys
 
 import pytest
+from tiny import cli_args
 
 from azjax import checkpointing, cli
 
@@ -36,8 +37,7 @@ def place(tmp_path_factory, tiny_overrides):
     written by a newer azjax, a file, a bad JSON config, and a folder my_game/ that shadows a module of that
     name."""
     root = tmp_path_factory.mktemp("first_hour")
-    args = [arg for name, value in tiny_overrides.items() if name != "num_iterations"
-            for arg in (f"--{name}", str(value))]
+    args = cli_args(tiny_overrides)
     # 2 iterations: the program test_cli.py and test_memory.py compile, from the session's compilation cache.
     code, _, err = run_cli(["train", "--out", root / "run", "--iterations", "2", "--eval-every", "0",
                             "--no-progress", "--no-compile-cache", *args])
@@ -189,7 +189,7 @@ def test_an_iteration_without_sgd_says_why(tiny_overrides, tmp_path):
     """Iterations too short for any game to end take no SGD step: the run says so and why, and its last line
     shows no made-up loss (pgx:go_9x9's first iteration printed 'loss 0.000')."""
     overrides = {**tiny_overrides, "selfplay.num_steps": 2}  # no tic-tac-toe game ends within 2 moves
-    args = [arg for name, value in overrides.items() if name != "num_iterations" for arg in (f"--{name}", str(value))]
+    args = cli_args(overrides)
     code, out, err = run_cli(["train", "--out", tmp_path / "run", "--iterations", "2", "--eval-every", "0",
                               "--no-progress", "--no-compile-cache", *args])
     assert code == 0, err

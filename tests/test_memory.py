@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from tiny import cli_args
 
 from azjax import arena, bots, checkpointing, cli, evaluation, games, memory, trainer
 
@@ -116,11 +117,6 @@ def test_azjax_eval_too_large_is_one_line(monkeypatch):
     assert "the match random against onestep" in err and "--games" in err
 
 
-def tiny_args(tiny_overrides) -> list[str]:
-    return [arg for name, value in tiny_overrides.items() if name != "num_iterations"
-            for arg in (f"--{name}", str(value))]
-
-
 @pytest.fixture(scope="module")
 def cached(persistent_compile_cache):
     """The TINY iteration compiled once for the module (and with the other modules that compile it)."""
@@ -130,7 +126,7 @@ def cached(persistent_compile_cache):
 def test_a_training_iteration_too_large_is_refused_in_one_line(cached, tiny_overrides, tmp_path, monkeypatch):
     monkeypatch.setenv(memory.MEMORY_LIMIT_ENV, "1K")
     code, out, err = run_cli("train", "--out", tmp_path / "run", "--iterations", "2", "--no-progress",
-                             "--no-compile-cache", "--devices", "1", *tiny_args(tiny_overrides))
+                             "--no-compile-cache", "--devices", "1", *cli_args(tiny_overrides))
     assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert "the training iteration of tic_tac_toe" in err and "--selfplay.num_games" in err
     assert "Compiling the training iteration" in out
@@ -189,7 +185,7 @@ def test_the_planted_blow_up_through_the_cli(tiny_overrides, tmp_path):
     """The same through `azjax train --eval-games`, with the default opponents (their compilation is slow)."""
     code, out, err = run_cli("train", "--out", tmp_path / "run", "--iterations", "2", "--eval-every", "1",
                              "--eval-games", str(2**26), "--no-progress", "--no-compile-cache", "--devices", "1",
-                             *tiny_args(tiny_overrides))
+                             *cli_args(tiny_overrides))
     assert code == 0, err
     assert "Traceback" not in out + err
     failed = [line for line in out.splitlines() if "evaluation failed" in line]

@@ -13,6 +13,7 @@ import jax
 import numpy as np
 import pytest
 from flax import serialization
+from tiny import cli_args
 
 import azjax
 from azjax import arena, bots, checkpointing, cli, config, games, pretrained, trainer
@@ -40,8 +41,7 @@ def run_cli(argv: list[str], stdin: str = "") -> tuple[int, str, str]:
 def run(tmp_path_factory, tiny_overrides):
     """A TINY tic-tac-toe run (2 iterations: the program other modules compile, from the session's cache)."""
     root = tmp_path_factory.mktemp("pretrained")
-    args = [arg for name, value in tiny_overrides.items() if name != "num_iterations"
-            for arg in (f"--{name}", str(value))]
+    args = cli_args(tiny_overrides)
     code, _, err = run_cli(["train", "--out", root / "run", "--iterations", "2", "--eval-every", "0",
                             "--no-progress", "--no-compile-cache", *args])
     assert code == 0, err
@@ -139,8 +139,7 @@ def test_init_from_starts_from_the_sources_weights_and_refuses_what_does_not_fit
 
 
 def test_train_init_from_on_the_command_line(run, shipped, tmp_path, tiny_overrides):
-    args = [arg for name, value in tiny_overrides.items() if name != "num_iterations"
-            for arg in (f"--{name}", str(value))]
+    args = cli_args(tiny_overrides)
     code, out, err = run_cli(["train", "--init-from", "pretrained:tic_tac_toe", "--out", tmp_path / "warm",
                               "--iterations", "2", "--eval-every", "0", "--no-progress", "--no-compile-cache", *args])
     assert code == 0, err

@@ -17,3 +17,8 @@ TINY_OVERRIDES = {
     "train.replay_capacity": 256,
     "num_iterations": 2,
 }
+
+
+def cli_args(overrides: dict) -> list[str]:
+    """`azjax train` options for these settings (all but num_iterations, which --iterations gives)."""
+    return [arg for name, value in overrides.items() if name != "num_iterations" for arg in (f"--{name}", str(value))]

@@ -30,7 +30,7 @@ import numpy as np
 from flax import serialization
 
 from azjax import config as config_lib
-from azjax.rundir import CheckpointError
+from azjax.rundir import CheckpointError, read_versioned_json
 
 PREFIX = "pretrained:"
 CARD_FILE = "card.json"
@@ -63,16 +63,8 @@ def is_agent_directory(path: Path) -> bool:
 
 def read_card(directory: Path) -> dict:
     """The model card in `directory`, checked to be one."""
-    path = directory / CARD_FILE
-    try:
-        info = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise CheckpointError(f"the agent in {directory} is damaged ({path}: {error}); reinstall azjax") from None
-    if not isinstance(info, dict) or info.get("format") != CARD_FORMAT:
-        raise CheckpointError(f"{path} is not an azjax model card; reinstall azjax")
-    if info.get("version", 0) > CARD_VERSION:
-        raise CheckpointError(f"{path} was written by a newer azjax (card version {info['version']}); upgrade azjax")
-    return info
+    return read_versioned_json(directory / CARD_FILE, file_format=CARD_FORMAT, version=CARD_VERSION,
+                               fix="reinstall azjax")
 
 
 def restore(spec: str) -> tuple[config_lib.Config, dict, int]:

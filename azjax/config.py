@@ -1,4 +1,5 @@
-"""Configuration: frozen dataclasses per concern, presets per game, and validation with clear errors.
+"""Configuration: frozen dataclasses per concern and validation with clear errors; the presets per game are
+azjax/presets.py (`get_config` here serves them).
 
 A `Config` is plain data, built explicitly and passed in: nothing is parsed or built at import time. Derive a
 variant with `dataclasses.replace` or `with_overrides(config, {"search.num_simulations": 64})`, which is what the
@@ -272,291 +273,51 @@ def _choice(value: str, allowed: tuple[str, ...], name: str) -> None:
 
 
 # ------------------------------------------------------------------------------------------------------------
-# Presets
-
-
-# The GPU presets train 2 samples per played position, as every CPU preset that drops unfinished games does (the
-# setting measured there); on an accelerator self-play dominates, so that costs little: 4-9% of an iteration's
-# network evaluations (forward equivalents, a backward pass counted as two). experiments/results/replay_ratio.md has
-# the arithmetic. The CPU presets but tic-tac-toe's keep unfinished games, so that every played position reaches
-# replay instead of about half (Connect Four), and train twice as many (the same samples per position in replay).
-SAMPLES_PER_POSITION = 2
-
-
-def samples_per_played_position(selfplay: SelfPlayConfig) -> int:
-    """The SGD samples per played position that the presets take (`num_sgd_steps x batch_size / (num_games x
-    num_steps)`): SAMPLES_PER_POSITION when unfinished games are dropped (about half the played positions reach
-    replay in Connect Four), twice it when they are kept (all of them do), which keeps the samples per position in
-    replay alike."""
-    return SAMPLES_PER_POSITION * (2 if selfplay.keep_unfinished else 1)
-
-
-# The training Connect Four's CPU preset arrived at (its comment has each lever's measurement), which also won on
-# Othello 6 x 6, Gomoku 9 x 9, Brandub and tic-tac-toe (their presets' comments) and which every CPU preset and the
-# derived one take: SGD batches of 128, a cosine from 6e-3 over the run's budget, value targets half the game's
-# outcome and half the search's value, half of each batch drawn by policy surprise. The presets but tic-tac-toe's
-# pair it with selfplay.keep_unfinished, all with `samples_per_played_position`'s SGD steps.
-CPU_TRAIN = TrainConfig(batch_size=128, learning_rate=6e-3, lr_schedule="cosine", value_target_mix=0.5,
-                        policy_surprise_weight=0.5)
-
-
-def _preset_tic_tac_toe_cpu() -> Config:
-    # Tuned for `azjax train` on a 2-core CPU: near-perfect play within the 3-minute budget. Random openings cover
-    # the positions after blunders; 128 SGD steps of 128 per iteration train on each position ~2 times. CPU_TRAIN
-    # (unfinished games still dropped: a game of at most 9 moves rarely outlasts an iteration) against batches of 256
-    # at a constant 1e-3, 60 iterations each (82 s against 83 s): the network's move optimal in 100% and 99.93% of
-    # the 4520 positions against 99.45% and 99.23% (seeds 0, 1; experiments/results/learns_cpu.txt).
-    return Config(
-        game="tic_tac_toe",
-        num_iterations=60,
-        network=NetworkConfig(num_blocks=2, num_channels=16),
-        search=SearchConfig(num_simulations=16),
-        selfplay=SelfPlayConfig(num_games=256, num_steps=32, opening_moves=6),
-        train=dataclasses.replace(CPU_TRAIN, num_sgd_steps=128, replay_capacity=32768),
-    )
-
-
-def _preset_tic_tac_toe_gpu() -> Config:
-    return Config(
-        game="tic_tac_toe",
-        num_iterations=100,
-        network=NetworkConfig(num_blocks=4, num_channels=64),
-        search=SearchConfig(num_simulations=64),
-        selfplay=SelfPlayConfig(num_games=2048, num_steps=16),
-        train=TrainConfig(batch_size=1024, num_sgd_steps=64, replay_capacity=262144),
-    )
-
-
-def _preset_connect_four_cpu() -> Config:
-    # Each lever against the preset before it, three seeds each at 10 minutes of training unless said (every row:
-    # experiments/results/connect_four_strength_cpu.txt). Optimal top moves on the labelled positions, then the
-    # score against UCT-400, each as after | before:
-    #   value targets half outcome, half the search's value, lr 2e-3
-    #     (from outcomes alone and 1e-3; 230 iterations)             87.1-87.8% | 82.4-84.8%   0.80-0.83 | 0.70-0.75
-    #   half of each batch drawn by policy surprise                  88.7-89.1% | 86.7%        0.80-0.83 | 0.75
-    #   lr 3e-3 over 2e-3                                            89.2-90.0% | 88.7-89.2%   0.825-0.855 | 0.795-0.833
-    #   a cosine over the run's budget from 6e-3 (from a constant)   91.4-92.1% | 90.2-90.3%   0.875-0.940 | 0.845-0.875
-    #   unfinished games kept (every played position to replay,
-    #     100% trained on against 48-49%), twice the SGD steps       89.7-90.6% | 90.4-91.2%   0.853-0.882 | 0.812-0.873
-    #   games start after 0-10 random moves (from 0-4)               92.2-92.9% | 90.1-90.9%   0.882-0.930 | 0.870-0.885
-    #   0-14 random moves (from 0-10; five pairs)                    92.9-93.6% | 92.2-92.8%   0.875-0.925 | 0.877-0.930
-    #   batches of 128 in 128 SGD steps (from 256 in 64: the same
-    #     samples and time per iteration, twice the updates)         93.9-94.5% | 93.1-93.6%   0.892-0.927 | 0.875-0.925
-    # Keeping unfinished games cost 0.6 points on the labelled positions and won against UCT-400 and on the empty
-    # board (its centre with 0.98-0.99 of the prior in every seed); the openings of 0-10 moves won most on the hard
-    # positions near the start (begin-hard 83.4-84.5% against 80.6-82.2%). The cosine's "before" had two seeds, the
-    # five pairs of 0-14 two runs at equal iterations. The rows are of different days and machines: compare within
-    # a row.
-    return Config(
-        game="connect_four",
-        num_iterations=300,
-        network=NetworkConfig(num_blocks=2, num_channels=32),
-        search=SearchConfig(num_simulations=16),
-        selfplay=SelfPlayConfig(num_games=128, num_steps=32, opening_moves=14, keep_unfinished=True),
-        train=dataclasses.replace(CPU_TRAIN, num_sgd_steps=128, replay_capacity=65536),
-    )
-
-
-def _preset_connect_four_gpu() -> Config:
-    # On one H200 (2026-11-26; experiments/results/gpu-nvidia-h200-2026-11-26.md): about 30 s an iteration
-    # (8.4-9.3k positions/s), and after 7 iterations (229 s) 91.4% optimal top moves from the network, 97.1% from
-    # its search on the labelled positions. Not yet tuned on an accelerator: at 32 simulations self-play runs 6 times
-    # as fast (60.6k positions/s), and on the CPU keeping unfinished games and a cosine over the budget won.
-    return Config(
-        game="connect_four",
-        num_iterations=400,
-        network=NetworkConfig(num_blocks=6, num_channels=128, compute_dtype="bfloat16"),
-        search=SearchConfig(num_simulations=128),
-        selfplay=SelfPlayConfig(num_games=4096, num_steps=64),
-        train=TrainConfig(batch_size=2048, num_sgd_steps=256, learning_rate=2e-3, replay_capacity=1_048_576),
-    )
-
-
-def _preset_gomoku9_cpu() -> Config:
-    # 9 x 9 Gomoku: 81 actions, random games last about 55 moves. CPU_TRAIN with unfinished games kept, against the
-    # preset before (batches of 256, a constant 1e-3, games dropped), 5 minutes each, head to head from the same
-    # seed: 0.740 [0.675, 0.796] and 0.980 [0.950, 0.992] (seeds 0, 1); against UCT-400 0.990 against 0.970 (seed 0;
-    # experiments/results/learns_cpu.txt).
-    return Config(
-        game="gomoku9",
-        num_iterations=200,
-        network=NetworkConfig(num_blocks=2, num_channels=32),
-        search=SearchConfig(num_simulations=32),
-        selfplay=SelfPlayConfig(num_games=128, num_steps=32, keep_unfinished=True),
-        train=dataclasses.replace(CPU_TRAIN, num_sgd_steps=128, replay_capacity=65536),
-    )
-
-
-def _preset_gomoku_gpu() -> Config:
-    # 15 x 15 Gomoku: 225 actions; a deeper network sees the whole board; fewer simulations than Connect Four's,
-    # since every simulation evaluates a 15 x 15 board.
-    return Config(
-        game="gomoku",
-        num_iterations=400,
-        network=NetworkConfig(num_blocks=8, num_channels=96, compute_dtype="bfloat16"),
-        search=SearchConfig(num_simulations=64, max_num_considered_actions=32),
-        selfplay=SelfPlayConfig(num_games=1024, num_steps=64),
-        train=TrainConfig(batch_size=2048, num_sgd_steps=64, learning_rate=2e-3, replay_capacity=1_048_576),
-    )
-
-
-def _preset_othello6_cpu() -> Config:
-    # 6 x 6 Othello: 37 actions (the pass included), games last about 32 moves. CPU_TRAIN with unfinished games kept,
-    # against the preset before (batches of 256, a constant 1e-3, games dropped), 5 minutes each, head to head from
-    # the same seed: 0.740 [0.671, 0.799] and 0.757 [0.689, 0.815] (seeds 0, 1); against UCT-400 0.828 against 0.657
-    # (seed 0; experiments/results/learns_cpu.txt).
-    return Config(
-        game="othello6",
-        num_iterations=200,
-        network=NetworkConfig(num_blocks=2, num_channels=32),
-        search=SearchConfig(num_simulations=32),
-        selfplay=SelfPlayConfig(num_games=128, num_steps=32, keep_unfinished=True),
-        train=dataclasses.replace(CPU_TRAIN, num_sgd_steps=128, replay_capacity=65536),
-    )
-
-
-def _preset_othello_gpu() -> Config:
-    # 8 x 8 Othello: 65 actions (the pass included), games last about 60 moves.
-    return Config(
-        game="othello",
-        num_iterations=400,
-        network=NetworkConfig(num_blocks=6, num_channels=128, compute_dtype="bfloat16"),
-        search=SearchConfig(num_simulations=64),
-        selfplay=SelfPlayConfig(num_games=2048, num_steps=64),
-        train=TrainConfig(batch_size=2048, num_sgd_steps=128, learning_rate=2e-3, replay_capacity=1_048_576),
-    )
-
-
-def _preset_brandub_cpu() -> Config:
-    # Brandub: 1176 actions (from-square x direction x distance), random games last about 50 moves, 200 at most.
-    # CPU_TRAIN with unfinished games kept, against the preset before (batches of 256, a constant 1e-3, games
-    # dropped), 5 minutes each, head to head from the same seed: 0.895 [0.845, 0.930] and 0.805 [0.745, 0.854] (seeds
-    # 0, 1); over random 198/0/2 and 193/0/7 against 177/2/21 and 186/1/13, over the first checkpoint 188/6/6 and
-    # 172/6/22 against 139/0/61 and 152/14/34 (experiments/results/learns_cpu.txt).
-    return Config(
-        game="brandub",
-        num_iterations=200,
-        network=NetworkConfig(num_blocks=3, num_channels=32),
-        search=SearchConfig(num_simulations=32),
-        selfplay=SelfPlayConfig(num_games=64, num_steps=32, keep_unfinished=True),
-        train=dataclasses.replace(CPU_TRAIN, num_sgd_steps=64, replay_capacity=32768),
-    )
-
-
-def _preset_brandub_gpu() -> Config:
-    # The search tree holds [B, simulations + 1, 1176] arrays and a replay position takes ~6 KB (its 1176-way
-    # policy), so fewer games and simulations than Connect Four's keep the tree near 2 GB and the buffer near 3 GB.
-    return Config(
-        game="brandub",
-        num_iterations=400,
-        network=NetworkConfig(num_blocks=6, num_channels=128, compute_dtype="bfloat16"),
-        search=SearchConfig(num_simulations=64, max_num_considered_actions=32),
-        selfplay=SelfPlayConfig(num_games=1024, num_steps=64),
-        train=TrainConfig(batch_size=2048, num_sgd_steps=64, learning_rate=2e-3, replay_capacity=524_288),
-    )
-
-
-PRESETS: dict[tuple[str, str], typing.Callable[[], Config]] = {
-    ("tic_tac_toe", "cpu"): _preset_tic_tac_toe_cpu,
-    ("tic_tac_toe", "gpu"): _preset_tic_tac_toe_gpu,
-    ("connect_four", "cpu"): _preset_connect_four_cpu,
-    ("connect_four", "gpu"): _preset_connect_four_gpu,
-    ("brandub", "cpu"): _preset_brandub_cpu,
-    ("brandub", "gpu"): _preset_brandub_gpu,
-    ("gomoku9", "cpu"): _preset_gomoku9_cpu,
-    ("gomoku", "gpu"): _preset_gomoku_gpu,
-    ("othello6", "cpu"): _preset_othello6_cpu,
-    ("othello", "gpu"): _preset_othello_gpu,
-}
+# Presets: azjax/presets.py, which imports this module; the names below stay here for every caller
 
 
 def get_config(game: str = "tic_tac_toe", preset: str = "cpu") -> Config:
     """The preset config of a game: "cpu" (small, trains on a laptop) or "gpu" (thousands of parallel games).
 
-    The catalog's games have presets of their own; a game registered with `presets=` gets those; any other game
-    (or preset not given) gets `derived_preset`, built from the game's sizes. `preset_origin` says which.
+    The catalog's games have presets of their own (`azjax.presets.PRESETS`); a game registered with `presets=` gets
+    those; any other game (or preset not given) gets `derived_preset`, built from the game's sizes.
+    `preset_origin` says which.
     """
-    return _preset(game, preset)[0]
+    from azjax import presets  # late: presets imports this module
+
+    return presets.get_config(game, preset)
 
 
 def preset_origin(game: str, preset: str = "cpu") -> str:
     """Where `get_config(game, preset)` comes from, in words, for a run to print."""
-    return _preset(game, preset)[1]
+    from azjax import presets  # late: presets imports this module
+
+    return presets.preset_origin(game, preset)
 
 
 def derived_preset(game: str, preset: str = "cpu") -> Config:
-    """A preset for a game without one, from its declared sizes (board cells, actions, maximum length).
+    """A preset for a game without one, from its declared sizes: `azjax.presets.derived_preset`."""
+    from azjax import presets  # late: presets imports this module
 
-    "cpu" aims at an iteration of a few seconds on a 2-core CPU, like the catalog's CPU presets: a 2 x 32 ResNet,
-    16 simulations (32 on boards of more than 64 cells), 128 games (64 with more than 512 actions, whose search
-    tree and replay policies are large) of 32 moves, 100 iterations, and their training (`CPU_TRAIN`: SGD batches of
-    128, a cosine from 6e-3, value targets half outcome and half search value, policy-surprise draws) with
-    unfinished games kept: 4 SGD samples per played position (`samples_per_played_position`). "gpu" follows the
-    catalog's GPU presets: a 6 x 128 bfloat16 ResNet, 64 simulations, 2048 games (512 with more than 512
-    actions) of 64 moves, SGD batches of 2048 at a constant 2e-3, unfinished games dropped: 2 samples per played
-    position. The replay buffer holds every game's moves of an iteration and of its longest game, as a power of
-    two.
-    """
-    from azjax import games  # late: config must not build games at import time
-
-    built = games.make(game)
-    cells = int(math.prod(built.observation_shape[:-1])) if len(built.observation_shape) > 1 else 1
-    many_actions = built.num_actions > 512
-    if preset == "gpu":
-        num_games, num_steps = (512 if many_actions else 2048), 64
-        network = NetworkConfig(num_blocks=6, num_channels=128, compute_dtype="bfloat16")
-        search = SearchConfig(num_simulations=64, max_num_considered_actions=min(32, built.num_actions))
-        train = TrainConfig(batch_size=2048, learning_rate=2e-3)
-        num_iterations = 400
-    else:
-        num_games, num_steps = (64 if many_actions else 128), 32
-        network = NetworkConfig(num_blocks=2, num_channels=32)
-        search = SearchConfig(num_simulations=16 if cells <= 64 else 32)
-        train = CPU_TRAIN
-        num_iterations = 100
-    capacity = max(2 ** math.ceil(math.log2(num_games * (num_steps + built.max_length))), 4 * train.batch_size)
-    selfplay = SelfPlayConfig(num_games=num_games, num_steps=num_steps, keep_unfinished=preset != "gpu")
-    sgd_steps = max(1, samples_per_played_position(selfplay) * num_games * num_steps // train.batch_size)
-    return Config(
-        game=game,
-        num_iterations=num_iterations,
-        network=network,
-        search=search,
-        selfplay=selfplay,
-        train=dataclasses.replace(train, replay_capacity=capacity, num_sgd_steps=sgd_steps),
-    )
+    return presets.derived_preset(game, preset)
 
 
-def _preset(game: str, preset: str) -> tuple[Config, str]:
-    from azjax import games  # late: config must not build games at import time
-
-    if preset not in ("cpu", "gpu"):
-        raise ConfigError(f"preset must be 'cpu' or 'gpu', got {preset!r}")
-    factory = PRESETS.get((game, preset))
-    if factory is not None:
-        return factory().validate(), f"{game}'s own {preset} preset"
-    try:
-        given = games.presets(game).get(preset)
-    except games.GameNotFoundError as error:
-        raise UnknownGameError(f"game: {error}") from None
-    if isinstance(given, Config):
-        return dataclasses.replace(given, game=game).validate(), f"the {preset} preset registered with {game}"
-    derived = derived_preset(game, preset)
-    if given is not None:
-        return with_overrides(derived, dict(given)), (
-            f"the {preset} preset registered with {game}: {_sizes_text(derived)} with its overrides"
-        )
-    return derived.validate(), (
-        f"{game} has no {preset} preset of its own, so one derived from its sizes (azjax.config.derived_preset): "
-        f"{_sizes_text(derived)}; register presets with games.register(..., presets=...) or pass --config FILE"
-    )
+# Served from azjax/presets.py on first use (PEP 562), so that `config.CPU_TRAIN` and the others keep working.
+_PRESET_NAMES = ("CPU_TRAIN", "GPU_TRAIN", "PRESETS", "SAMPLES_PER_POSITION", "samples_per_played_position")
+if typing.TYPE_CHECKING:
+    from azjax.presets import CPU_TRAIN as CPU_TRAIN
+    from azjax.presets import GPU_TRAIN as GPU_TRAIN
+    from azjax.presets import PRESETS as PRESETS
+    from azjax.presets import SAMPLES_PER_POSITION as SAMPLES_PER_POSITION
+    from azjax.presets import samples_per_played_position as samples_per_played_position
 
 
-def _sizes_text(config: Config) -> str:
-    net, search, play = config.network, config.search, config.selfplay
-    return (f"a {net.num_blocks} x {net.num_channels} network, {search.num_simulations} simulations, "
-            f"{play.num_games} games x {play.num_steps} moves, {config.train.num_sgd_steps} SGD steps of "
-            f"{config.train.batch_size}, {config.num_iterations} iterations")
+def __getattr__(name: str) -> Any:
+    if name in _PRESET_NAMES:
+        from azjax import presets  # late: presets imports this module
+
+        return getattr(presets, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ------------------------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from azjax import config as config_lib
+from azjax import presets
 from azjax.config import (
     Config,
     ConfigError,
@@ -55,6 +56,44 @@ def test_gpu_presets_are_larger_than_cpu_presets():
         cpu, gpu = get_config(cpu_game, "cpu"), get_config(gpu_game, "gpu")
         assert gpu.selfplay.num_games > cpu.selfplay.num_games
         assert gpu.train.batch_size > cpu.train.batch_size
+
+
+def test_presets_live_in_their_module_and_config_serves_them():
+    """azjax/presets.py holds the presets; `azjax.config` gives every one of them as before, validated."""
+    for game, preset in presets.PRESETS:
+        config = config_lib.get_config(game, preset)
+        assert isinstance(config, Config) and config.validate() is config
+        assert config == presets.PRESETS[(game, preset)]() == presets.get_config(game, preset)
+        assert config_lib.preset_origin(game, preset) == f"{game}'s own {preset} preset"
+    assert config_lib.PRESETS is presets.PRESETS and config_lib.CPU_TRAIN is presets.CPU_TRAIN
+    assert config_lib.GPU_TRAIN is presets.GPU_TRAIN
+    assert config_lib.samples_per_played_position is presets.samples_per_played_position
+    assert config_lib.SAMPLES_PER_POSITION == presets.SAMPLES_PER_POSITION
+    assert config_lib.derived_preset("connect_four", "gpu") == presets.derived_preset("connect_four", "gpu")
+    with pytest.raises(AttributeError, match="NO_SUCH_NAME"):
+        _ = config_lib.NO_SUCH_NAME
+
+
+@pytest.mark.parametrize(("cpu_game", "gpu_game"), [*PRESET_PAIRS, ("brandub", "brandub")])
+def test_gpu_presets_take_the_cpu_lessons(cpu_game, gpu_game):
+    """CPU_TRAIN's training in larger batches, unfinished games kept, the CPU preset's random openings."""
+    cpu, gpu = get_config(cpu_game, "cpu"), get_config(gpu_game, "gpu")
+    assert gpu.train == dataclasses.replace(config_lib.CPU_TRAIN, batch_size=gpu.train.batch_size,
+                                            num_sgd_steps=gpu.train.num_sgd_steps,
+                                            replay_capacity=gpu.train.replay_capacity)
+    assert gpu.selfplay.keep_unfinished and gpu.selfplay.opening_moves == cpu.selfplay.opening_moves
+
+
+@pytest.mark.parametrize(("game", "preset"), PRESET_KEYS)
+def test_presets_that_keep_unfinished_games_have_room_for_them(game, preset):
+    """A kept position waits in replay until its game ends: room for every game's moves of an iteration and of its
+    longest game, so that none is overwritten first."""
+    from azjax import games
+
+    config = get_config(game, preset)
+    if config.selfplay.keep_unfinished:
+        play = config.selfplay
+        assert config.train.replay_capacity >= play.num_games * (play.num_steps + games.make(game).max_length)
 
 
 def test_unknown_preset_is_an_error():

@@ -1,9 +1,10 @@
 """The GPU presets' shapes run on the CPU: one training iteration of each, with thousands of parallel games as on
-a GPU, its compute dtype (bfloat16) and SGD batch, but a 1 x 8 network, 2 simulations, 2 moves and 1 SGD step, so
-that a user can try a config before renting an accelerator (the full shapes only take longer). The replay ring is
-cut to one iteration's positions, since the presets' rings of a million positions would fill a laptop's memory.
-In 2 moves few games end, so the SGD step mostly waits for a full batch: the bfloat16 training step itself is run
-at TINY size below."""
+a GPU, its compute dtype and SGD batch and the CPU's lessons it takes (unfinished games kept, a cosine learning rate,
+mixed value targets, policy-surprise draws), but a 1 x 8 network, 2 simulations, 2 moves and 1 SGD step, so that a
+user can try a config before renting an accelerator (the full shapes only take longer). The replay ring is cut to
+one iteration's positions, since the presets' rings of up to half a million positions would fill a laptop's
+memory. In 2 moves few games end, so the SGD step mostly waits for a full batch: the bfloat16 training step itself is
+run at TINY size below."""
 
 from __future__ import annotations
 
@@ -29,11 +30,14 @@ def test_one_iteration_of_the_gpu_preset(game):
         "train.replay_capacity": max(preset.train.batch_size, preset.selfplay.num_games * steps),
     })
     assert config.selfplay.num_games >= 1024 and config.network.compute_dtype == preset.network.compute_dtype
+    assert config.selfplay.keep_unfinished and config.train.lr_schedule == "cosine"
+    assert config.train.value_target_mix == 0.5 and config.train.policy_surprise_weight == 0.5
     state, metrics = jax.jit(training.make_train_iteration(config))(training.init_run_state(config))
     metrics = jax.device_get(metrics)
     assert int(state.iteration) == 1
     assert all(math.isfinite(float(value)) for value in metrics.values()) and metrics["params_finite"]
     assert state.selfplay.game_state.current_player.shape == (config.selfplay.num_games,)
+    assert metrics["positions_lost"] == 0  # the unfinished games' positions wait in replay
 
 
 def test_a_bfloat16_run_trains(tiny_config):

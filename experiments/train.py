@@ -8,8 +8,9 @@ Writes experiments/results/<game>-<preset>-<device>-<date>.md and .json.
     python experiments/train.py --game tic_tac_toe --preset cpu      # anywhere, in minutes
 
 The recipes' wall times and what they should reach on one H100 (or H200, or a TPU) are stated once measured (see
-RECIPES): Connect Four's preset was measured on one H200 for 2 minutes (results/gpu-nvidia-h200-2026-11-26.md),
-no recipe has run its whole budget on an accelerator yet. The training and the final evaluation are
+RECIPES): Connect Four's previous GPU preset was measured on one H200 for 4 minutes
+(results/gpu-nvidia-h200-2026-11-26.md), the current presets (azjax/presets.py) on no accelerator yet, and no recipe
+has run its whole budget on one. The training and the final evaluation are
 experiments/learns.py's (`--eval-every`, `--mcts`); this script picks each game's settings and writes the record.
 """
 
@@ -44,9 +45,11 @@ RECIPES = {
     "tic_tac_toe": Recipe(300, 5, ("random", "onestep", "perfect"), 400, NOT_MEASURED),
     # Issue 12's bar for Connect Four: >= 0.95 against UCT-1600 within 15 minutes on one H100.
     "connect_four": Recipe(900, 10, ("random", "onestep", "mcts:400"), 1600,
-                           "on one H200 (2026-11-26), about 30 s an iteration (so about 30 in 15 minutes); after 7 "
-                           "iterations (229 s in all) 91.4% optimal top moves from the network and 97.1% from the "
-                           "search on the labelled positions; 15 minutes and UCT-1600 not yet measured"),
+                           "the current preset (2026-11-27, iterations of seconds by estimate) not yet measured on "
+                           "an accelerator; the one before it (4096 games x 64 moves x 128 simulations) ran about 30 "
+                           "s an iteration on one H200 (2026-11-26) and after 7 iterations (229 s in all) reached "
+                           "91.4% optimal top moves from the network and 97.1% from the search on the labelled "
+                           "positions"),
     "othello": Recipe(3600, 10, ("random", "onestep", "mcts:200"), 800, NOT_MEASURED),
     "gomoku": Recipe(3600, 10, ("random", "onestep", "mcts:200"), 800, NOT_MEASURED),
     "brandub": Recipe(1800, 10, ("random", "onestep", "mcts:100"), 400, NOT_MEASURED),

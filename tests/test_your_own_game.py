@@ -171,7 +171,7 @@ def test_a_game_without_presets_gets_one_derived_from_its_sizes(monkeypatch):
     assert (gpu.network.num_channels, gpu.selfplay.num_games, gpu.network.compute_dtype) == (128, 2048, "bfloat16")
     assert cpu.train.replay_capacity >= cpu.selfplay.num_games * (cpu.selfplay.num_steps + 42)
     # The CPU training measured on three games (config.CPU_TRAIN) with unfinished games kept, 4 samples per played
-    # position; the GPU's keeps the catalog's GPU presets' (measured on no accelerator yet): dropped, 2.
+    # position; the derived GPU preset keeps the earlier GPU presets' training (measured on no accelerator): dropped, 2.
     assert cpu.train.lr_schedule == "cosine" and cpu.train.value_target_mix == 0.5 and cpu.selfplay.keep_unfinished
     assert cpu.train.num_sgd_steps * cpu.train.batch_size == 4 * cpu.selfplay.num_games * cpu.selfplay.num_steps
     assert gpu.train.lr_schedule == "constant" and not gpu.selfplay.keep_unfinished

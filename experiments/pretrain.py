@@ -47,7 +47,9 @@ LABELLED = ("tic_tac_toe", "connect_four")  # games with solved positions (azjax
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("game", choices=sorted(GAMES))
+    parser.add_argument("game", nargs="?", choices=sorted(GAMES))
+    parser.add_argument("--table", action="store_true", help="print the shipped agents' figures as the README's "
+                        "markdown table, and exit")
     parser.add_argument("--seconds", type=float, help="training budget (default: the game's, see GAMES)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--run-dir", type=Path, help="the training run (default: runs/pretrain/GAME)")
@@ -62,6 +64,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE",
                         help="config overrides for training, e.g. network.num_channels=64 (recorded in the card)")
     args = parser.parse_args(argv)
+    if args.table:
+        print(table())
+        return 0
+    if args.game is None:
+        parser.error("give a game (or --table)")
     spec = GAMES[args.game]
     run_dir = args.run_dir or Path("runs/pretrain") / args.game
     out = args.out or REPO / "azjax" / "pretrained" / args.game
@@ -151,6 +158,21 @@ def measure(game: str, out: Path, *, opponents: tuple[str, ...], games: int, ope
         _add(out, command, f"vs {opponent}: score {match['score']:.3f} [{match['score_low']:.3f}, "
              f"{match['score_high']:.3f}] ({match['wins']}-{match['draws']}-{match['losses']} W-D-L over "
              f"{match['games']} games, {match['distinct_games']} distinct)", match)
+
+
+def table() -> str:
+    """The shipped agents as a markdown table: game, training, and each measured figure (the README's)."""
+    from azjax import pretrained
+
+    rows = ["| agent | trained | measured (commands and machine in its card.json) |", "| --- | --- | --- |"]
+    for game in pretrained.names():
+        card = pretrained.card(game)
+        training = card["training"]
+        trained = (f"{training['wall_seconds'] / 60:.0f} min, {training['iterations']} iterations, "
+                   f"{card['parameters']:,} parameters")
+        figures = "; ".join(figure["summary"] for figure in card["strength"]) or "not measured yet"
+        rows.append(f"| `pretrained:{game}` | {trained} | {figures} |")
+    return "\n".join(rows)
 
 
 def _empty_board_moves(agent_spec: str) -> tuple[str, dict]:

@@ -554,9 +554,11 @@ def play(
     opening_moves: int = 0,
     opening_agent: AgentFn = random_agent,
     mesh: Mesh | None = None,
+    on_games: Callable[[Games], None] | None = None,
 ) -> MatchResult:
     """`bot_a` against `bot_b`: `num_games` games (even; half in each seat), compiled once per pair of bots;
-    with a `mesh`, split over its devices (see `run_games`).
+    with a `mesh`, split over its devices (see `run_games`). `on_games` is called with the games played, before
+    they are counted (e.g. to record them: `game_records`).
 
     Raises:
       SolveTimeout: Connect Four's perfect player gave up on a position (see `bots.perfect_bot`).
@@ -564,7 +566,33 @@ def play(
     with solve_timeouts_raised():
         games = play_games_within_memory(key, game, bot_a, bot_b, num_games, opening_moves=opening_moves,
                                          opening_agent=opening_agent, mesh=mesh)
+        if on_games is not None:
+            on_games(games)
         return summarize(games, bot_a.name, bot_b.name)
+
+
+RECORD_FORMAT = "azjax-games"  # the "format" of a file of recorded games (`azjax eval --record`, `azjax serve`)
+RECORD_VERSION = 1
+
+
+def game_records(games: Games, name_a: str, name_b: str) -> list[dict]:
+    """The games of a match between agents `name_a` and `name_b` as JSON-ready dicts, one per game: "players"
+    (the two names by seat, the first moved first), "moves" (the actions in order, the opening's first),
+    "opening_moves" (how many of them are the opening's) and "outcome" (for the player who moved first: +1 won,
+    0 draw, -1 lost). Games split over several processes' devices are gathered first (a collective there: every
+    process calls this)."""
+    outcome, seat, length, moves, opening_length = (np.asarray(x) for x in parallel.fetch(
+        (games.outcome, games.seat, games.length, games.moves, games.opening_length)))
+    records = []
+    for i in range(len(seat)):
+        a_first = int(seat[i]) == 0
+        records.append({
+            "players": [name_a, name_b] if a_first else [name_b, name_a],
+            "moves": [int(action) for action in moves[i, : int(length[i])]],
+            "opening_moves": int(opening_length[i]),
+            "outcome": float(outcome[i] if a_first else -outcome[i]),
+        })
+    return records
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -618,10 +646,12 @@ def round_robin(
     prior_draws: float = 1.0,
     on_match: Callable[[MatchResult], None] | None = None,
     mesh: Mesh | None = None,
+    on_games: Callable[[str, str, Games], None] | None = None,
 ) -> RoundRobin:
     """Every pair of `bots` plays `num_games` games; then a Bradley-Terry Elo fit, anchored at the first bot
     named "random" (else the first bot). `prior_draws` (one virtual draw per pairing by default) keeps an
-    undefeated agent's rating finite; `on_match` is called after each pairing (for progress)."""
+    undefeated agent's rating finite; `on_match` is called after each pairing (for progress), `on_games` with
+    the names of each pairing's agents and its games (to record them: `game_records`)."""
     names = [bot.name for bot in bots]
     if len(set(names)) != len(names):
         raise ValueError(f"the bots' names must differ, got {names}")
@@ -630,7 +660,8 @@ def round_robin(
     pairs = [(i, j) for i in range(len(bots)) for j in range(i + 1, len(bots))]
     for pair_key, (i, j) in zip(pair_keys, pairs, strict=False):  # one key even for no pair
         match = play(pair_key, game, bots[i], bots[j], num_games, opening_moves=opening_moves,
-                     opening_agent=opening_agent, mesh=mesh)
+                     opening_agent=opening_agent, mesh=mesh,
+                     on_games=None if on_games is None else functools.partial(on_games, names[i], names[j]))
         matches.append(match)
         if on_match is not None:
             on_match(match)

@@ -7,6 +7,7 @@
     azjax export runs/c4 models/c4                 # a small inference-only copy for load_agent / eval / play
     azjax eval runs/ttt perfect mcts:1000 random   # a round robin with an Elo table (`azjax eval --help`)
     azjax play runs/ttt                            # play the trained agent in the terminal
+    azjax serve runs/ttt                           # or on a web page at http://127.0.0.1:8000/
     azjax check hex5:make_hex5                     # check a game of your own (make_hex5 in ./hex5.py)
     azjax train --game hex5:make_hex5 --out runs/hex5    # then train it; eval / play / resume take runs/hex5
 """
@@ -136,6 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--best-metric", default="eval/score", help="the metric --best maximises")
     export.add_argument("--force", action="store_true", help="replace OUT if it is an earlier export")
     _add_eval_and_play(commands)
+    _add_serve(commands)
 
     commands.add_parser(
         "pretrained",
@@ -215,6 +217,8 @@ def _add_eval_and_play(commands) -> None:
     evaluate.add_argument("--seed", type=int, default=0, help="the random seed (default: 0)")
     _add_compile_cache_option(evaluate)
     evaluate.add_argument("--json", type=Path, metavar="PATH", help="also write the results as JSON")
+    evaluate.add_argument("--record", type=Path, metavar="PATH", help="also write every game (the moves as action "
+                          "indices and the outcome) as JSON, which `azjax serve --record PATH` opens to step through")
     _add_distributed_options(evaluate, "the games split over every process's devices; process 0 prints and writes "
                              "--json")
 
@@ -239,6 +243,75 @@ def _add_eval_and_play(commands) -> None:
                       "(default: 0; connect_four's perfect player needs 10)")
     play.add_argument("--seed", type=int, help="the random seed (default: a new one each game)")
     _add_compile_cache_option(play)
+
+
+def _add_serve(commands) -> None:
+    serve = commands.add_parser(
+        "serve",
+        allow_abbrev=False,
+        help="a local web page to play and watch any game against any agent",
+        description="Serve a web page (at http://HOST:PORT/) to play any game against an agent by clicking on the "
+        "board, watch two agents play, and step through recorded games, with an agent's search (each candidate "
+        "move's visits, value and prior) shown for the position on the board. The page offers the agents named "
+        "here, random and mcts:200 (and the shipped agents when none is named), and reads no other run "
+        "directory. Ctrl-C stops it. Agents: " + _AGENT_HELP + ".",
+    )
+    serve.add_argument("agents", nargs="*", metavar="AGENT", help="agents to offer (see above)")
+    serve.add_argument("--game", help="the game the page starts with (default: the first agent's, else "
+                       "tic_tac_toe); every registered game is offered: " + _GAME_HELP)
+    serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1, this "
+                       "machine only)")
+    serve.add_argument("--port", type=int, default=8000, help="the port (default: 8000; 0 picks a free one)")
+    serve.add_argument("--max-games", type=int, default=32, metavar="N", help="games kept at once; the oldest is "
+                       "dropped beyond (default: 32)")
+    serve.add_argument("--record", type=Path, action="append", default=[], metavar="PATH", help="a file of games "
+                       "written by `azjax eval --record`, to open on the page (repeat for several)")
+    serve.add_argument("--simulations", type=int, help="simulations per move of trained agents whose spec gives "
+                       "none (default: the run's)")
+    serve.add_argument("--search-policy", choices=["gumbel", "puct"], help="the search of trained agents")
+    _add_compile_cache_option(serve)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from azjax import bots, serve
+
+    if args.max_games < 1:
+        raise bots.SpecError(f"--max-games must be >= 1, got {args.max_games}")
+    if not 0 <= args.port <= 65535:
+        raise bots.SpecError(f"--port must be 0 to 65535, got {args.port}")
+    if args.simulations is not None and args.simulations < 1:
+        raise bots.SpecError(f"--simulations must be >= 1, got {args.simulations}")
+    if args.agents:
+        print(f"Loading {', '.join(args.agents)} ...", flush=True)
+    try:
+        server = serve.GameServer.from_specs(args.agents, game=args.game, records=args.record,
+                                             max_games=args.max_games, num_simulations=args.simulations,
+                                             policy=args.search_policy)
+    except serve.RecordError as error:
+        print(f"azjax serve: error: {error}", file=sys.stderr)
+        return 2
+    try:
+        http = serve.make_http_server(server, args.host, args.port)
+    except OSError as error:
+        server.close()
+        print(f"azjax serve: error: cannot listen on {args.host}:{args.port}: {error.strerror or error}; choose "
+              "another --port (0 picks a free one)", file=sys.stderr)
+        return 1
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"Serving {len(server.agents)} agents ({', '.join(server.agents)}) and {len(server.game_names)} games"
+          + (f", {len(server.records)} records" if server.records else "")
+          + f" at http://{host}:{http.server_port}/ (Ctrl-C stops)", flush=True)
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"Listening on {args.host}: anyone who can reach this machine can use the page and its CPU.")
+    try:
+        http.serve_forever()  # returns on Ctrl-C: werkzeug's server takes the KeyboardInterrupt itself
+    except KeyboardInterrupt:
+        pass
+    finally:
+        http.server_close()
+        server.close()
+    print("\nStopped.")
+    return 0
 
 
 def _game_for(specs: list[str], requested: str | None):
@@ -278,6 +351,8 @@ def _eval_matches(args: argparse.Namespace) -> int:
 
     from azjax import arena, bots, parallel
 
+    if args.positions and args.record is not None:
+        raise bots.SpecError("--record writes the games of matches, and --positions plays none")
     if args.positions:
         return _judge_on_positions(args)
     if len(args.agents) < 2:
@@ -328,6 +403,9 @@ def _eval_matches(args: argparse.Namespace) -> int:
         flush=True,
     )
     width = max(12, *(len(bot.name) for bot in players))
+    recorded: list[dict] = []  # --record: every game of every pairing
+    if args.record is not None and not args.record.parent.is_dir():
+        raise bots.SpecError(f"--record {args.record}: no directory {args.record.parent} to write it in")
     print(arena.match_header(width), flush=True)
     table = arena.round_robin(
         jax.random.key(args.seed),
@@ -338,6 +416,8 @@ def _eval_matches(args: argparse.Namespace) -> int:
         opening_agent=opening.act,
         on_match=lambda match: print(arena.format_match(match, width), flush=True),
         mesh=mesh,
+        on_games=None if args.record is None else (
+            lambda name_a, name_b, games: recorded.extend(arena.game_records(games, name_a, name_b))),
     )
     anchor = table.names[table.elo.anchor]
     print(f"\nElo (Bradley-Terry maximum likelihood, {anchor} = 0, one virtual draw per pairing):")
@@ -346,7 +426,25 @@ def _eval_matches(args: argparse.Namespace) -> int:
         args.json.write_text(json.dumps(dict(table.to_dict(), game=game.name, games_per_pairing=args.games), indent=2)
                              + "\n")
         print(f"Results written to {args.json}")
+    if args.record is not None and parallel.is_primary():
+        _write_record(args, table.names, recorded)
     return 0
+
+
+def _write_record(args: argparse.Namespace, agents: list[str], recorded: list[dict]) -> None:
+    """Writes --record: the games of the match, which `azjax serve --record` opens (`azjax.serve.records`)."""
+    from azjax import arena, bots, games
+
+    # The game as `games.make` takes it (`_game_for`'s choice), so that the page can rebuild it.
+    trained = (bots.game_of_spec(spec) for spec in args.agents)
+    game = games.canonical(args.game) if args.game else next((name for name in trained if name), "tic_tac_toe")
+    document = {"format": arena.RECORD_FORMAT, "version": arena.RECORD_VERSION, "game": game, "agents": agents,
+                "games": recorded}
+    try:
+        args.record.write_text(json.dumps(document) + "\n")
+    except OSError as error:
+        raise bots.SpecError(f"--record {args.record}: cannot write it ({error.strerror or error})") from None
+    print(f"{len(recorded)} games written to {args.record} (azjax serve --record {args.record} opens them)")
 
 
 def _check_connect_four_perfect(game, specs: list[str], opening_moves: int) -> None:
@@ -721,7 +819,7 @@ def main(argv: list[str] | None = None) -> int:
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         _reject_unknown(parser, args.command, unknown)  # exits
-    if args.command in ("train", "eval", "play"):
+    if args.command in ("train", "eval", "play", "serve"):
         use_compile_cache(args.no_compile_cache)
     from azjax.bots import SpecError
     from azjax.checkpointing import CheckpointError
@@ -743,6 +841,8 @@ def main(argv: list[str] | None = None) -> int:
             return _check(args)
         if args.command == "pretrained":
             return _pretrained()
+        if args.command == "serve":
+            return _serve(args)
     except (CheckpointError, ConfigError, SpecError, GameNotFoundError, MemoryBudgetError,
             MissingDependencyError) as error:
         # Fixable by the user: one line that says what to change, no traceback.

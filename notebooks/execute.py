@@ -72,6 +72,11 @@ def num_images(notebook: nbformat.NotebookNode) -> int:
     return sum("image/png" in output.get("data", {}) for output in _outputs(notebook))
 
 
+def num_boards(notebook: nbformat.NotebookNode) -> int:
+    """How many outputs of the notebook's code cells hold an SVG picture (drawn by `azjax.games.drawing`)."""
+    return sum("<svg" in str(output.get("data", {})) for output in _outputs(notebook))
+
+
 def _outputs(notebook: nbformat.NotebookNode) -> list:
     return [output for cell in notebook.cells if cell.cell_type == "code" for output in cell.get("outputs", [])]
 

@@ -8,6 +8,7 @@ import itertools
 import re
 
 import execute
+import nbformat
 
 from azjax import checkpointing
 
@@ -65,5 +66,10 @@ def test_inside_the_search_notebook_runs(tmp_path):
         for moves in (tokens[1:targets[0]], tokens[targets[0] + 1:targets[1]]):
             assert sum(int(move.split(":")[1]) for move in moves) == NUM_SEARCHES
 
-    # The position and prior, the tree, the halving, the improved policy, PUCT's policies, PUCT's tree, the sweep.
+    # The prior, the tree, the halving, the improved policy, PUCT's policies, PUCT's tree, the sweep.
     assert execute.num_images(notebook) == 7
+    # The position drawn by azjax (SVG, no longer a printed board): with the prior, then with the visit shares and Q
+    # of each search; and so in the stored outputs.
+    assert "X to move" not in text
+    assert execute.num_boards(notebook) == 3
+    assert execute.num_boards(nbformat.read(execute.NOTEBOOKS_DIR / "inside_the_search.ipynb", as_version=4)) == 3

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 import execute
+import nbformat
 
 
 def test_quickstart_notebook_runs(tmp_path):
@@ -14,5 +17,14 @@ def test_quickstart_notebook_runs(tmp_path):
     assert "stopped (iterations) after iteration 2" in text
     assert "trained      perfect" in text  # the table against the baselines
     assert "trained plays" in text and "Your move: b2" in text
-    assert execute.num_images(notebook) == 2  # the learning curve and the heat maps
+    assert execute.num_images(notebook) == 1  # the learning curve
     assert (tmp_path / "run" / "learning_curves.png").is_file()
+    # The shipped agent, before any training: its card, and a game against UCT.
+    assert re.search(r"^pretrained:connect_four.* parameters", text, re.MULTILINE)
+    assert re.search(r"^pretrained +mcts:8 ", text, re.MULTILINE)
+    # Boards are pictures drawn by azjax (SVG), not printed: the empty Connect Four board with the network's policy,
+    # its game, a game against the perfect player, the network's policy and values (two rows) and the game played;
+    # and so in the stored outputs.
+    assert "  a b c" not in text
+    assert execute.num_boards(notebook) == 6
+    assert execute.num_boards(nbformat.read(execute.NOTEBOOKS_DIR / "quickstart.ipynb", as_version=4)) == 6

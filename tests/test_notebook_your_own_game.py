@@ -4,6 +4,7 @@ checked, registered and trained for 3 tiny iterations), so it cannot rot."""
 from __future__ import annotations
 
 import execute
+import nbformat
 
 from azjax import checkpointing
 
@@ -33,3 +34,7 @@ def test_your_own_game_notebook_runs(tmp_path):
     assert "Your move: c2-c3" in text and "trained plays" in text and "moves: c2-c3" in text
     assert "the legal moves and the ends agree with the plain-Python rules" in text
     assert execute.num_images(notebook) == 2  # the learning curve and the network's view of four positions
+    # A position shown by `drawing.show`: the game has no `draw`, so an SVG of its text render; and so in the stored
+    # outputs.
+    assert execute.num_boards(notebook) == 1
+    assert execute.num_boards(nbformat.read(execute.NOTEBOOKS_DIR / "your_own_game.ipynb", as_version=4)) == 1

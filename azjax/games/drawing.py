@@ -604,6 +604,9 @@ class BoardView:
     def __len__(self) -> int:
         return len(self.frames)
 
+    def __repr__(self) -> str:  # a notebook's plain-text fallback: short, not every frame's SVG again
+        return f"<BoardView of {len(self.frames)} position{'s' if len(self.frames) != 1 else ''}>"
+
     def _repr_html_(self) -> str:
         """One picture, or every frame with only one visible and Previous / Next buttons and a slider to step
         through them (plain HTML and inline JavaScript; the element ids are new at every call, so that several

@@ -185,3 +185,10 @@ def test_pgx_games_draw_with_pgx():
     noted = parse(drawing.to_svg(game, state, last_move=4, annotations={0: "41%"}))
     assert with_class(noted, "last-move") and any("0: 41%" in t for t in texts(noted))
     assert len([e for e in noted.iter() if e.tag.endswith("svg")]) == 2  # pgx's picture, nested
+
+
+def test_a_views_plain_text_is_short():
+    game = games.make("tic_tac_toe")
+    state = game.init(jax.random.key(0))
+    view = drawing.show(game, [state, game.step(state, np.int32(4))])
+    assert repr(view) == "<BoardView of 2 positions>" and "<svg" not in repr(view)

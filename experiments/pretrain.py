@@ -33,14 +33,18 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 
-# Per game: the training budget (None: the preset's iterations), the openings of the measuring matches (distinct
-# for 100 pairs of games where the game has that many), and the match opponents.
+# Per game: the training budget (seconds, or iterations; neither: the preset's iterations), the openings of the
+# measuring matches (distinct for 100 pairs of games where the game has that many), the match opponents, and the
+# simulations the shipped agent searches with when it plays (None: its training's; self-play's few simulations are
+# for speed, not strength).
 GAMES = {
-    "tic_tac_toe": dict(seconds=None, opening_moves=0, opponents=("perfect", "mcts:400", "mcts:1600")),
-    "connect_four": dict(seconds=3600, opening_moves=4, opponents=("mcts:400", "mcts:1600")),
-    "gomoku9": dict(seconds=900, opening_moves=2, opponents=("mcts:400", "mcts:1600")),
-    "othello6": dict(seconds=900, opening_moves=4, opponents=("mcts:400", "mcts:1600")),
-    "brandub": dict(seconds=900, opening_moves=2, opponents=("mcts:400", "mcts:1600")),
+    "tic_tac_toe": dict(seconds=None, opening_moves=0, opponents=("perfect", "mcts:400", "mcts:1600"),
+                        simulations=None),
+    "connect_four": dict(seconds=3600, opening_moves=4, opponents=("mcts:400", "mcts:1600"), simulations=128),
+    # Budgets in iterations (about 10 minutes each of an idle 2-core CPU), which a busy machine only slows down.
+    "gomoku9": dict(iterations=60, opening_moves=2, opponents=("mcts:400", "mcts:1600"), simulations=64),
+    "othello6": dict(iterations=100, opening_moves=4, opponents=("mcts:400", "mcts:1600"), simulations=64),
+    "brandub": dict(iterations=50, opening_moves=2, opponents=("mcts:400", "mcts:1600"), simulations=64),
 }
 LABELLED = ("tic_tac_toe", "connect_four")  # games with solved positions (azjax.solver.positions)
 
@@ -51,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--table", action="store_true", help="print the shipped agents' figures as the README's "
                         "markdown table, and exit")
     parser.add_argument("--seconds", type=float, help="training budget (default: the game's, see GAMES)")
+    parser.add_argument("--iterations", type=int, help="training budget in iterations (default: the game's)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--run-dir", type=Path, help="the training run (default: runs/pretrain/GAME)")
     parser.add_argument("--out", type=Path, help="the agent's directory (default: azjax/pretrained/GAME)")
@@ -61,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reference", metavar="RUN", help="also play this agent (e.g. a 10-minute preset run)")
     parser.add_argument("--positions", action=argparse.BooleanOptionalAction, default=True,
                         help="judge on the labelled positions where the game has them (default: yes)")
+    parser.add_argument("--play-simulations", type=int, help="the shipped agent's simulations per move in play "
+                        "(default: the game's, see GAMES)")
     parser.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE",
                         help="config overrides for training, e.g. network.num_channels=64 (recorded in the card)")
     args = parser.parse_args(argv)
@@ -72,10 +79,12 @@ def main(argv: list[str] | None = None) -> int:
     spec = GAMES[args.game]
     run_dir = args.run_dir or Path("runs/pretrain") / args.game
     out = args.out or REPO / "azjax" / "pretrained" / args.game
-    seconds = args.seconds if args.seconds is not None else spec["seconds"]
+    seconds = args.seconds if args.seconds is not None else spec.get("seconds")
+    iterations = args.iterations if args.iterations is not None else spec.get("iterations")
     if not args.skip_training:
-        train(args.game, run_dir, seconds, args.seed, args.set)
-    package(run_dir, out)
+        train(args.game, run_dir, seconds, args.seed, args.set, iterations)
+    simulations = args.play_simulations if args.play_simulations is not None else spec["simulations"]
+    package(run_dir, out, simulations)
     if args.no_measure:
         return 0
     opponents = tuple(args.opponents.split(",")) if args.opponents else spec["opponents"]
@@ -86,13 +95,16 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def train(game: str, run_dir: Path, seconds: float | None, seed: int, overrides: list[str] = ()) -> dict:
+def train(game: str, run_dir: Path, seconds: float | None, seed: int, overrides: list[str] = (),
+          iterations: int | None = None) -> dict:
     """Runs `azjax train` and writes RUN/pretrain.json: how it was trained."""
     if run_dir.exists():
         raise SystemExit(f"{run_dir} exists: pass --skip-training to package it, or remove it to train anew")
     command = ["azjax", "train", "--game", game, "--seed", str(seed), "--out", str(run_dir), "--no-progress"]
     if seconds is not None:
         command[4:4] = ["--seconds", f"{seconds:g}"]
+    if iterations is not None:
+        command[4:4] = ["--iterations", str(iterations)]
     for override in overrides:
         field, _, value = override.partition("=")
         command += [f"--{field}", value]
@@ -106,14 +118,16 @@ def train(game: str, run_dir: Path, seconds: float | None, seed: int, overrides:
         "machine": machine(),
         "wall_seconds": round(time.perf_counter() - tick, 1),
         "budget_seconds": seconds,
+        "budget_iterations": iterations,
         "seed": seed,
     }
     (run_dir / "pretrain.json").write_text(json.dumps(record, indent=2) + "\n")
     return record
 
 
-def package(run_dir: Path, out: Path) -> dict:
-    """Writes the run's latest network as a shipped agent into `out`, with its card's training record."""
+def package(run_dir: Path, out: Path, simulations: int | None = None) -> dict:
+    """Writes the run's latest network as a shipped agent into `out`, with its card's training record; with
+    `simulations`, the agent plays with that many per move (its card's "play")."""
     import jax
 
     from azjax import checkpointing, pretrained
@@ -129,7 +143,7 @@ def package(run_dir: Path, out: Path) -> dict:
     training = dict(record, iterations=iteration, jax=jax.__version__,
                     training_seconds=round(metrics[-1]["time"], 1) if metrics else None)
     info = {"observation_version": checkpointing.observation_version(config.game), "training": training,
-            "strength": []}
+            "play": {} if simulations is None else {"search.num_simulations": simulations}, "strength": []}
     card = pretrained.write(out, config, variables, info)
     print(f"Packaged iteration {iteration} of {run_dir} into {out} ({card['model_bytes'] / 1e6:.2f} MB)", flush=True)
     return card

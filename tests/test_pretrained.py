@@ -191,3 +191,13 @@ def test_a_run_stops_once_an_evaluation_finds_perfect_play(tiny_config, tmp_path
                            log=lines.append, stop_when_perfect=False)
     assert result.stop_reason == "iterations" and len(result.history) == 4
     assert not trainer.plays_perfectly({"eval/optimal_move_rate": 1.0})  # no perfect player: not judged
+
+
+def test_a_shipped_agent_plays_with_its_cards_search(run, shipped):
+    config_, variables = checkpointing.restore_model(run)
+    pretrained.write(shipped / "tic_tac_toe", config_, variables,
+                     {"observation_version": 1, "training": {}, "play": {"search.num_simulations": 7},
+                      "strength": []})
+    agent = azjax.load_agent("pretrained:tic_tac_toe")
+    assert agent.config.search.num_simulations == 7 and config_.search.num_simulations != 7
+    assert pretrained.describe("tic_tac_toe").startswith("pretrained:tic_tac_toe (plays with search.num_simulations 7)")

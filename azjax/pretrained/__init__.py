@@ -11,7 +11,9 @@ Each agent is a directory `azjax/pretrained/<game>/` of three files:
     config.json     the config that trained it (network shape, search settings), as a run's config.json
     model.msgpack   the network's variables ({"params", "batch_stats"}) as msgpack (flax.serialization): plain
                     arrays, so loading it runs no code (no pickle)
-    card.json       its model card: how it was trained (command, commit, machine, wall time, iterations), the
+    card.json       its model card: how it was trained (command, commit, machine, wall time, iterations), how it
+                    plays ("play": config overrides applied on loading, e.g. {"search.num_simulations": 128}: a
+                    stronger search than self-play could afford; `az:pretrained:GAME:SIMS` chooses another), the
                     observation version of the game that trained it, the SHA-256 of model.msgpack, and its strength
                     as measured, each figure with the command that reproduces it
 
@@ -92,6 +94,7 @@ def restore_directory(directory: Path) -> tuple[config_lib.Config, dict, int]:
     mismatch = first_mismatch(model_template(config), variables)
     if mismatch is not None:
         raise CheckpointError(f"the shipped agent of {game} does not fit its config: {mismatch}; reinstall azjax")
+    config = config_lib.with_overrides(config, info.get("play", {}))  # e.g. more simulations than in training
     return config, {name: variables[name] for name in ("params", "batch_stats")}, int(info["observation_version"])
 
 
@@ -155,8 +158,10 @@ def describe(game: str) -> str:
     """A few lines on a shipped agent: how it was trained and its measured strength."""
     info = card(game)
     training = info.get("training", {})
+    play = ", ".join(f"{name} {value}" for name, value in info.get("play", {}).items())
     lines = [
-        f"pretrained:{game}: {info.get('parameters', 0):,} parameters ({info.get('model_bytes', 0) / 1e6:.1f} MB), "
+        (f"pretrained:{game} (plays with {play}): " if play else f"pretrained:{game}: ") +
+        f"{info.get('parameters', 0):,} parameters ({info.get('model_bytes', 0) / 1e6:.1f} MB), "
         f"trained {training.get('wall_seconds', 0) / 60:.0f} min ({training.get('iterations', '?')} iterations) on "
         f"{training.get('machine', 'an unrecorded machine')}, {training.get('date', '')}"
     ]

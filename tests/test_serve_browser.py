@@ -48,7 +48,10 @@ def url(tmp_path_factory):
         "format": "azjax-games", "version": 1, "game": "tic_tac_toe", "agents": ["random", "onestep"],
         "games": [{"players": ["onestep", "random"], "moves": RECORDED, "opening_moves": 0, "outcome": 1.0}],
     }))
-    http = make_http_server(GameServer.from_specs(["random", "mcts:8"], records=[record]), "127.0.0.1", 0)
+    agents = ["random", "mcts:8", "pretrained:tic_tac_toe"]  # the last: a shipped network with its search
+    if os.environ.get(SCREENSHOT_ENV):
+        agents.append("pretrained:connect_four")
+    http = make_http_server(GameServer.from_specs(agents, records=[record]), "127.0.0.1", 0)
     thread = threading.Thread(target=http.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{http.server_port}/"
@@ -131,6 +134,25 @@ def your_move_or_end(driver) -> bool:
     return text(driver, "status") == "Your move." or text(driver, "status") in RESULTS
 
 
+def test_play_the_shipped_agent_by_clicks_and_read_its_search(driver, url):
+    """The issue's bar: a full game by clicks against a shipped network agent, its per-move figures shown."""
+    open_page(driver, url)
+    new_game_against(driver, "pretrained:tic_tac_toe")
+    ended = ("You win!", "pretrained:tic_tac_toe wins.", "Draw.")
+    while text(driver, "status") not in ended:
+        before = num_moves(driver)
+        click(driver, "#board rect.square.playable", "a free square")
+        wait(driver, lambda d, before=before: num_moves(d) > before and (
+            text(d, "status") == "Your move." or text(d, "status") in ended), "the agent's answer")
+    assert text(driver, "status") in ("pretrained:tic_tac_toe wins.", "Draw.")  # it plays perfectly
+    driver.find_element(By.ID, "first").click()
+    wait(driver, lambda d: text(d, "ply-label").startswith("move 0 of"), "the start")
+    Select(driver.find_element(By.ID, "analyst")).select_by_value("pretrained:tic_tac_toe")
+    wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#candidates tbody tr"), "the agent's analysis")
+    cells = [cell.text for cell in driver.find_elements(By.CSS_SELECTOR, "#candidates tbody tr:first-child td")]
+    assert len(cells) == 5 and "%" in cells[1] and cells[3].endswith("%"), cells  # visits, prior
+
+
 def test_play_a_game_by_clicks_against_random_and_see_the_result(driver, url):
     open_page(driver, url)
     new_game_against(driver, "random")
@@ -211,9 +233,11 @@ def test_open_a_record_from_a_file(driver, url, tmp_path):
 
 def test_screenshot(driver, url, tmp_path):
     """A picture of the page in play: tic-tac-toe against random, mcts:8's search shown; with
-    AZJAX_SERVE_SCREENSHOT=PATH instead the README's, at PATH: Connect Four against mcts:200, its search shown."""
+    AZJAX_SERVE_SCREENSHOT=PATH instead the README's, at PATH: Connect Four against its shipped agent, whose search
+    is shown."""
     readme = os.environ.get(SCREENSHOT_ENV)
-    game, agent, analyst, clicks = (("connect_four", "mcts:200", "mcts:200", ("d1", "c1", "d2")) if readme
+    game, agent, analyst, clicks = (("connect_four", "pretrained:connect_four", "pretrained:connect_four",
+                                     ("d1", "c1", "d2")) if readme
                                     else ("tic_tac_toe", "random", "mcts:8", ("b2", "a1")))
     open_page(driver, url)
     new_game_against(driver, agent, game)

@@ -41,10 +41,10 @@ GAMES = {
     "tic_tac_toe": dict(seconds=None, opening_moves=0, opponents=("perfect", "mcts:400", "mcts:1600"),
                         simulations=None),
     "connect_four": dict(seconds=3600, opening_moves=4, opponents=("mcts:400", "mcts:1600"), simulations=128),
-    # Budgets in iterations (about 10 minutes each of an idle 2-core CPU), which a busy machine only slows down.
+    # Budgets in iterations (5-10 minutes each of an idle 2-core CPU), which a busy machine only slows down.
     "gomoku9": dict(iterations=60, opening_moves=2, opponents=("mcts:400", "mcts:1600"), simulations=64),
-    "othello6": dict(iterations=100, opening_moves=4, opponents=("mcts:400", "mcts:1600"), simulations=64),
-    "brandub": dict(iterations=50, opening_moves=2, opponents=("mcts:400", "mcts:1600"), simulations=64),
+    "othello6": dict(iterations=60, opening_moves=4, opponents=("mcts:400", "mcts:1600"), simulations=64),
+    "brandub": dict(iterations=30, opening_moves=2, opponents=("mcts:400", "mcts:1600"), simulations=64),
 }
 LABELLED = ("tic_tac_toe", "connect_four")  # games with solved positions (azjax.solver.positions)
 

@@ -46,3 +46,10 @@ def test_the_readme_names_no_line_count_of_the_example():
     for said in re.findall(r"hex5\.py\)[^.]*?(\d+) lines", flat(README)):
         assert int(said) == lines
 
+
+
+def test_the_readme_shows_the_shipped_agents_as_their_cards_say(load_experiment):
+    """The table of "Pretrained agents" is `python experiments/pretrain.py --table`: the model cards' figures."""
+    with load_experiment("pretrain") as script:
+        table = script.table()
+    assert len(table.splitlines()) >= 7 and table in README  # a row per shipped agent: 5 at least

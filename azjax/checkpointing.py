@@ -327,7 +327,7 @@ class CheckpointManager:
         step = self._resolve(step)
         config = self.config(step)
         check_observation(self._step_dir(step), config, self.meta(step).get("observation_version", 1))
-        restored = self._restore_items(step, model=_model_template(config))
+        restored = self._restore_items(step, model=pretrained.model_template(config))
         return config, dict(restored["model"])
 
     # -- internals --------------------------------------------------------------------------------------------
@@ -584,9 +584,8 @@ def _restore_export(path: Path) -> tuple[config_lib.Config, dict]:
     _verify_files(path, ("model",), damaged, required=True)
     try:
         with ocp.Checkpointer(ocp.StandardCheckpointHandler()) as checkpointer:
-            variables = checkpointer.restore(
-                (path / "model").absolute(), args=ocp.args.StandardRestore(_on_default_device(_model_template(config)))
-            )
+            template = _on_default_device(pretrained.model_template(config))
+            variables = checkpointer.restore((path / "model").absolute(), args=ocp.args.StandardRestore(template))
     except Exception as error:  # noqa: BLE001 - orbax and tensorstore raise many types: "cannot be read"
         raise damaged(_first_line(error)) from None
     return config, dict(variables)
@@ -617,11 +616,6 @@ def _split(run_state: RunState) -> tuple[dict, dict]:
         "time_progress": run_state.time_progress,
     }
     return model, run
-
-
-def _model_template(config: config_lib.Config) -> dict:
-    """The shapes and dtypes of a config's network variables, without computing them."""
-    return jax.eval_shape(lambda: _split(init_run_state(config))[0])
 
 
 def _on_default_device(template):

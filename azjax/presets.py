@@ -158,7 +158,9 @@ GPU_TRAIN = dataclasses.replace(CPU_TRAIN, batch_size=1024)
 # samples per played position, `samples_per_played_position`), the CPU preset's random openings where it has them,
 # and short iterations: 32 simulations and 16 moves a game, so that the network is refreshed every second or two
 # (fresher networks won at equal time on the CPU) instead of every ~30 s as with Connect Four's preset before.
-# Their iteration times are ESTIMATES, NOT YET MEASURED ON AN ACCELERATOR, from the figures of one H200
+# Measured on one H200 (2026-11-27, experiments/results/gpu-nvidia-h200-2026-11-27.md): 1.82 s an iteration for
+# Connect Four, 1.60 Othello, 1.42 Gomoku, 1.10 Brandub, each compiled in 23-27 s; tic-tac-toe's is not measured.
+# They were chosen by estimates (below, each preset's) from the figures of one H200
 # (experiments/results/gpu-nvidia-h200-2026-11-26.md; Connect Four, 6 x 128 bfloat16, Gumbel): self-play of 4096
 # games at 32 simulations 60.6k positions/s (so 1.08 s for 4096 games x 16 moves, the suite's own call), of 1024
 # games 29.1k, of 4096 games at 128 simulations 9.9k; 120 MFLOP per network evaluation, of which self-play achieved
@@ -198,9 +200,14 @@ def _preset_connect_four_gpu() -> Config:
     # unfinished games dropped), on one H200 (2026-11-26): 28-31 s an iteration, after 7 iterations (229 s) 91.4%
     # optimal top moves from the network and 97.1% from its search on the labelled positions, no faster per second
     # than the CPU preset on 2 cores; it is experiments/gpu_sweep.py's variant "old". This one keeps the network and
-    # the CPU preset's openings of 0-14 random moves. Estimate (see above), not measured: self-play of 4096 games x
+    # the CPU preset's openings of 0-14 random moves. Its estimate (see above): self-play of 4096 games x
     # 16 moves at 32 simulations is the measured call, 1.08 s; 256 SGD steps of 1024 (262,144 samples) 0.45-0.90 s;
     # about 1.5-2 s an iteration, 150-200 in 5 minutes (the preset before: 10), the 400 iterations 10-13 minutes.
+    # Measured on one H200 (2026-11-27, experiments/results/gpu-nvidia-h200-2026-11-27.md): 1.82 s an iteration,
+    # 144 in `--seconds 300` (compiled in 25 s): the network's top move optimal in 97.2% of the labelled positions,
+    # its search's (32 simulations) in 98.6%, the centre first; 0.762 over 200 games against the shipped agent of
+    # 43 minutes on 2 CPU cores. At 45 s each it beat the preset before 95-0-5, and "short" (8 moves an iteration)
+    # was even with it (gpu_sweep.py; ...-sweep-connect_four.md), so it stays.
     selfplay = SelfPlayConfig(num_games=4096, num_steps=16, opening_moves=14, keep_unfinished=True)
     return Config(
         game="connect_four",
@@ -214,7 +221,8 @@ def _preset_connect_four_gpu() -> Config:
 
 
 def _preset_gomoku_gpu() -> Config:
-    # 15 x 15 Gomoku: 225 actions, games of up to 225 moves. Estimate (see above), not measured: a 6 x 96 network
+    # Measured (one H200, 2026-11-27): 1.42 s an iteration, compiled in 23 s; strength not yet measured there.
+    # 15 x 15 Gomoku: 225 actions, games of up to 225 moves. Its estimate (see above): a 6 x 96 network
     # on 225 cells is 3.0 x the measured FLOPs per evaluation; self-play of 1024 games x 16 moves at 32 simulations
     # (196 TFLOP) 0.8-1.7 s, 64 SGD steps of 1024 0.34-0.67 s: 1.1-2.4 s an iteration without the search's work
     # over 225 actions, the 400 iterations 8-16 minutes.
@@ -230,8 +238,9 @@ def _preset_gomoku_gpu() -> Config:
 
 
 def _preset_othello_gpu() -> Config:
-    # 8 x 8 Othello: 65 actions (the pass included), games last about 60 moves, 120 at most. Estimate (see above),
-    # not measured: a 6 x 128 network on 64 cells is 1.5 x the measured FLOPs per evaluation; self-play of 2048
+    # Measured (one H200, 2026-11-27): 1.60 s an iteration, compiled in 27 s; strength not yet measured there.
+    # 8 x 8 Othello: 65 actions (the pass included), games last about 60 moves, 120 at most. Its estimate
+    # (see above): a 6 x 128 network on 64 cells is 1.5 x the measured FLOPs per evaluation; self-play of 2048
     # games x 16 moves at 32 simulations (198 TFLOP) 0.8-1.7 s, 128 SGD steps of 1024 0.34-0.68 s: 1.2-2.4 s an
     # iteration, the 400 iterations 8-16 minutes.
     selfplay = SelfPlayConfig(num_games=2048, num_steps=16, keep_unfinished=True)
@@ -246,9 +255,10 @@ def _preset_othello_gpu() -> Config:
 
 
 def _preset_brandub_gpu() -> Config:
+    # Measured (one H200, 2026-11-27): 1.10 s an iteration, compiled in 23 s; strength not yet measured there.
     # Brandub: 1176 actions, games of up to 200 moves. The search tree holds [B, simulations + 1, 1176] arrays
     # (about 160 MB each here) and a replay position takes ~6 KB (its 1176-way policy): 1024 games and a buffer of
-    # 262,144 positions (1.6 GB). Estimate (see above), not measured: a 6 x 128 network on 49 cells is 1.2 x the
+    # 262,144 positions (1.6 GB). Its estimate (see above): a 6 x 128 network on 49 cells is 1.2 x the
     # measured FLOPs per evaluation; self-play of 1024 games x 16 moves at 32 simulations (76 TFLOP) 0.3-0.7 s, 64
     # SGD steps of 1024 0.13-0.26 s: 0.5-0.9 s an iteration without the search's work over 1176 actions, which may
     # well be the larger part.

@@ -57,7 +57,7 @@ _OLD_TRAIN = {"train.learning_rate": 2e-3, "train.lr_schedule": "constant", "tra
 VARIANTS: dict[str, dict[str, dict[str, Any]]] = {
     "tic_tac_toe": {
         "preset": {},
-        "old": {**_OLD_TRAIN, "num_iterations": 100, "network.num_blocks": 4, "network.num_channels": 64,
+        "old": {**_OLD_TRAIN, "network.num_blocks": 4, "network.num_channels": 64,
                 "network.compute_dtype": "float32", "search.num_simulations": 64, "selfplay.num_games": 2048,
                 "selfplay.num_steps": 16, "train.batch_size": 1024, "train.num_sgd_steps": 64,
                 "train.learning_rate": 1e-3, "train.replay_capacity": 262_144},
@@ -68,7 +68,7 @@ VARIANTS: dict[str, dict[str, dict[str, Any]]] = {
     "connect_four": {
         "preset": {},
         # On one H200 (2026-11-26): about 30 s an iteration; results/gpu-nvidia-h200-2026-11-26.md.
-        "old": {**_OLD_TRAIN, "num_iterations": 400, "network.num_blocks": 6, "network.num_channels": 128,
+        "old": {**_OLD_TRAIN, "network.num_blocks": 6, "network.num_channels": 128,
                 "network.compute_dtype": "bfloat16", "search.num_simulations": 128, "selfplay.num_games": 4096,
                 "selfplay.num_steps": 64, "train.batch_size": 2048, "train.num_sgd_steps": 256,
                 "train.replay_capacity": 1_048_576},
@@ -78,7 +78,7 @@ VARIANTS: dict[str, dict[str, dict[str, Any]]] = {
     },
     "gomoku": {
         "preset": {},
-        "old": {**_OLD_TRAIN, "num_iterations": 400, "network.num_blocks": 8, "network.num_channels": 96,
+        "old": {**_OLD_TRAIN, "network.num_blocks": 8, "network.num_channels": 96,
                 "network.compute_dtype": "bfloat16", "search.num_simulations": 64,
                 "search.max_num_considered_actions": 32, "selfplay.num_games": 1024, "selfplay.num_steps": 64,
                 "train.batch_size": 2048, "train.num_sgd_steps": 64, "train.replay_capacity": 1_048_576},
@@ -88,7 +88,7 @@ VARIANTS: dict[str, dict[str, dict[str, Any]]] = {
     },
     "othello": {
         "preset": {},
-        "old": {**_OLD_TRAIN, "num_iterations": 400, "network.num_blocks": 6, "network.num_channels": 128,
+        "old": {**_OLD_TRAIN, "network.num_blocks": 6, "network.num_channels": 128,
                 "network.compute_dtype": "bfloat16", "search.num_simulations": 64, "selfplay.num_games": 2048,
                 "selfplay.num_steps": 64, "train.batch_size": 2048, "train.num_sgd_steps": 128,
                 "train.replay_capacity": 1_048_576},
@@ -98,7 +98,7 @@ VARIANTS: dict[str, dict[str, dict[str, Any]]] = {
     },
     "brandub": {
         "preset": {},
-        "old": {**_OLD_TRAIN, "num_iterations": 400, "network.num_blocks": 6, "network.num_channels": 128,
+        "old": {**_OLD_TRAIN, "network.num_blocks": 6, "network.num_channels": 128,
                 "network.compute_dtype": "bfloat16", "search.num_simulations": 64,
                 "search.max_num_considered_actions": 32, "selfplay.num_games": 1024, "selfplay.num_steps": 64,
                 "train.batch_size": 2048, "train.num_sgd_steps": 64, "train.replay_capacity": 524_288},

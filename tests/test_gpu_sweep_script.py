@@ -5,6 +5,7 @@ a round robin, written as <device>-<date>-sweep-<game>.md and .json."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -68,6 +69,26 @@ def test_set_overrides_win_and_reach_the_command_line(load_experiment):
         assert sweep.override_arguments({"selfplay.keep_unfinished": False}) == ["--selfplay.keep_unfinished", "false"]
         with pytest.raises(SystemExit, match=r"SECTION\.FIELD=VALUE"):
             sweep.parse_sets(["selfplay.num_steps"])
+
+
+def test_every_variants_command_line_is_one_azjax_train_accepts(load_experiment):
+    """Each variant's overrides as the sweep passes them, parsed by `azjax train`'s own parser: an override with no
+    option (the "old" variants once set num_iterations, which --iterations sets) would fail its run on the device."""
+    from azjax import cli
+
+    parser = cli.build_parser()
+    with load_experiment("gpu_sweep") as sweep:
+        for game, variants in sweep.VARIANTS.items():
+            for name in variants:
+                arguments = ["train", "--game", game, "--preset", "gpu", "--iterations", "5",
+                             *sweep.override_arguments(sweep.variant_overrides(game, name, {}))]
+                args, unknown = parser.parse_known_args(arguments)
+                assert unknown == [], (game, name, unknown)
+                config = cli._config_from_args(args)
+                if isinstance(config, tuple):
+                    config = config[0]
+                expected = sweep.variant_config(game, "gpu", name, {})
+                assert config == dataclasses.replace(expected, num_iterations=5), (game, name)
 
 
 def test_an_unknown_variant_or_a_taken_runs_dir_is_refused_before_any_run(load_experiment, tmp_path, capsys):

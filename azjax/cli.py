@@ -214,6 +214,9 @@ def _add_eval_and_play(commands) -> None:
                           "random play): the share where its move keeps the game-theoretic outcome, per stratum "
                           "with 95%% intervals, and how often its value names the outcome. greedy:RUN judges the "
                           "network alone, RUN its search")
+    evaluate.add_argument("--position-set", metavar="NAME", help="with --positions: another set of the game's "
+                          "instead of its own (connect_four: pons, Pascal Pons's published benchmark sets, those "
+                          "labelled so far)")
     evaluate.add_argument("--seed", type=int, default=0, help="the random seed (default: 0)")
     _add_compile_cache_option(evaluate)
     evaluate.add_argument("--json", type=Path, metavar="PATH", help="also write the results as JSON")
@@ -353,6 +356,8 @@ def _eval_matches(args: argparse.Namespace) -> int:
 
     if args.positions and args.record is not None:
         raise bots.SpecError("--record writes the games of matches, and --positions plays none")
+    if args.position_set is not None and not args.positions:
+        raise bots.SpecError("--position-set names the set that --positions judges on: give --positions too")
     if args.positions:
         return _judge_on_positions(args)
     if len(args.agents) < 2:
@@ -466,11 +471,16 @@ def _judge_on_positions(args: argparse.Namespace) -> int:
     from azjax.solver import positions
 
     game = _game_for(args.agents, args.game)
-    labelled = positions.load(game.name)
+    try:
+        labelled = positions.load(game.name, args.position_set)
+    except ValueError as error:
+        raise bots.SpecError(f"--position-set: {error}") from None
     if labelled is None:
         raise bots.SpecError(f"{game.name} has no labelled positions to judge agents on (tic_tac_toe and "
                                "connect_four have; see azjax.solver.positions.register for your own game)")
-    print(f"{game.name}: {len(args.agents)} agent(s) judged on {labelled.num_positions} solved positions.", flush=True)
+    which = f" of the set {args.position_set} ({', '.join(labelled.strata)})" if args.position_set else ""
+    print(f"{game.name}: {len(args.agents)} agent(s) judged on {labelled.num_positions} solved positions{which}.",
+          flush=True)
     results = {}
     for spec in args.agents:
         bot = bots.make_bot(spec, game, num_simulations=args.simulations, policy=args.search_policy)
@@ -478,7 +488,8 @@ def _judge_on_positions(args: argparse.Namespace) -> int:
         print(f"\n{bot.name}:\n{report.format()}", flush=True)
         results[bot.name] = report.to_dict()
     if args.json is not None and parallel.is_primary():
-        args.json.write_text(json.dumps(dict(game=game.name, positions=results), indent=2) + "\n")
+        args.json.write_text(json.dumps(dict(game=game.name, position_set=args.position_set, positions=results),
+                                        indent=2) + "\n")
         print(f"Results written to {args.json}")
     return 0
 

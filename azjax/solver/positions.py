@@ -11,8 +11,9 @@ outcome.
 
 Built in: tic-tac-toe (every one of its 4520 non-terminal positions, one stratum "all", from the exhaustive
 solver) and Connect Four (six sets of 1000 positions reached by uniformly random play, shipped with the package
-and stratified as Pascal Pons's benchmark sets: see `azjax.solver.connect_four_sets`). A user's game gets the
-figures by `register(game_name, loader)`.
+and stratified as Pascal Pons's benchmark sets: see `azjax.solver.connect_four_sets`; and, as the set named
+"pons", Pons's published sets themselves, those labelled so far). A user's game gets the figures by
+`register(game_name, loader)`, and other sets by `register(game_name, loader, name=...)`.
 
 Perspective: every outcome is for the player to move in the position: +1 a win, 0 a draw, -1 a loss under perfect
 play by both sides. An action's outcome is the mover's outcome after playing it.
@@ -78,36 +79,49 @@ class LabelledPositions:
 # --------------------------------------------------------------------------------------------------------------
 # The registry of games with labelled positions.
 
-_LOADERS: dict[str, Callable[[], LabelledPositions]] = {}
+# {(game name, set name): loader}; a game's own set is named None.
+_LOADERS: dict[tuple[str, str | None], Callable[[], LabelledPositions]] = {}
 
 
-def register(game_name: str, loader: Callable[[], LabelledPositions], *, overwrite: bool = False) -> None:
+def register(game_name: str, loader: Callable[[], LabelledPositions], *, name: str | None = None,
+             overwrite: bool = False) -> None:
     """Makes `load(game_name)` return `loader()` (called once, then cached), so that runs of the game report the
-    optimal-move rate and value accuracy on those positions."""
-    if not overwrite and game_name in _LOADERS:
-        raise ValueError(f"labelled positions for {game_name!r} are already registered; pass overwrite=True")
-    _LOADERS[game_name] = loader
+    optimal-move rate and value accuracy on those positions. With `name`, another set of the game instead, which
+    `load(game_name, name)` and `azjax eval --positions --position-set NAME` judge on."""
+    if not overwrite and (game_name, name) in _LOADERS:
+        which = f"set {name!r} of {game_name!r}" if name else f"labelled positions for {game_name!r}"
+        raise ValueError(f"{which} are already registered; pass overwrite=True")
+    _LOADERS[(game_name, name)] = loader
     _load_cached.cache_clear()
 
 
-def has_positions(game_name: str) -> bool:
-    """Whether `load(game_name)` gives positions (without loading them)."""
-    return game_name in _LOADERS
+def has_positions(game_name: str, name: str | None = None) -> bool:
+    """Whether `load(game_name, name)` gives positions (without loading them)."""
+    return (game_name, name) in _LOADERS
 
 
-def load(game_name: str) -> LabelledPositions | None:
-    """The labelled positions of a game, or None when it has none. Loaded once per process.
+def set_names(game_name: str) -> list[str]:
+    """The game's other named sets (its own set, None, aside)."""
+    return sorted(name for game, name in _LOADERS if game == game_name and name is not None)
+
+
+def load(game_name: str, name: str | None = None) -> LabelledPositions | None:
+    """The labelled positions of a game (with `name`, that set of it), or None when it has none. Loaded once per
+    process.
 
     Raises:
       ValueError: a shipped file is missing, truncated or does not fit the game (the message names the file and
-        the command that regenerates it).
+        the command that regenerates it); `name` is not a set of the game (the message names those it has).
     """
-    return _load_cached(game_name) if game_name in _LOADERS else None
+    if name is not None and (game_name, name) not in _LOADERS:
+        raise ValueError(f"{game_name} has no set of labelled positions named {name!r}; it has "
+                         f"{', '.join(set_names(game_name)) or 'none but its own'}")
+    return _load_cached(game_name, name) if (game_name, name) in _LOADERS else None
 
 
 @functools.cache
-def _load_cached(game_name: str) -> LabelledPositions:
-    return _LOADERS[game_name]()
+def _load_cached(game_name: str, name: str | None) -> LabelledPositions:
+    return _LOADERS[(game_name, name)]()
 
 
 def _tic_tac_toe() -> LabelledPositions:
@@ -132,8 +146,19 @@ def _connect_four() -> LabelledPositions:
     return connect_four_sets.load()
 
 
+def _connect_four_pons() -> LabelledPositions:
+    from azjax.solver import connect_four_sets
+
+    strata = connect_four_sets.pons_strata()
+    if not strata:
+        raise ValueError(f"no set of Pascal Pons's is labelled in {connect_four_sets.PONS_DIR} yet: label them with "
+                         f"`{connect_four_sets.PONS_LABEL}`")
+    return connect_four_sets.load(connect_four_sets.PONS_DIR, strata)
+
+
 register("tic_tac_toe", _tic_tac_toe)
 register("connect_four", _connect_four)
+register("connect_four", _connect_four_pons, name="pons")
 
 
 # --------------------------------------------------------------------------------------------------------------

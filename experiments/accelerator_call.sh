@@ -7,7 +7,8 @@
 #   bash experiments/accelerator_call.sh preset    # the issue's bar: the GPU preset for 300 s, then judged
 #
 # Everything a step writes goes to $OUT (what comes back from the call; experiments/results/device-out elsewhere),
-# its log too, so that a step cut short by the call's limit still returns what it printed. On a CPU the same
+# its log too, so that a step cut short by the call's limit still returns what it printed; the preset step's
+# network too ($OUT/agent: 8 files in all, the most a call brings back). On a CPU the same
 # steps run at tiny sizes with MINUTES / SWEEP_ARGS and SECONDS_BUDGET / TRAIN_ARGS / EVAL_ARGS.
 set -u -o pipefail
 step=${1:?"which step: sweep or preset"}
@@ -39,6 +40,25 @@ preset)
     "$PYTHON" -m azjax.cli train --game connect_four --preset gpu --seconds "${SECONDS_BUDGET:-300}" --out "$run" \
         --no-progress --eval-every 0 ${TRAIN_ARGS:-} 2>&1 | tee "$OUT/train.log"
     cp "$run/metrics.jsonl" "$OUT/metrics.jsonl"
+    # The trained network comes back too (the machine is bare next time): as a shipped agent's three files, which
+    # `azjax eval`, `azjax play` and `azjax train --init-from` take as a directory.
+    "$PYTHON" - "$run" "$OUT/agent" <<'AGENT' || exit 1
+import sys
+
+import jax
+
+from azjax import checkpointing, pretrained
+
+run, out = sys.argv[1], sys.argv[2]
+config, variables = checkpointing.restore_model(run)
+device = jax.devices()[0]
+training = {"command": f"azjax train --game {config.game} --preset gpu (experiments/accelerator_call.sh)",
+            "machine": f"{device.platform} {device.device_kind}", "iterations": checkpointing.latest_iteration(run)}
+info = {"observation_version": checkpointing.observation_version(config.game), "training": training, "play": {},
+        "strength": []}
+pretrained.write(out, config, variables, info)
+print(f"The network: {out}")
+AGENT
     # shellcheck disable=SC2086
     "$PYTHON" -m azjax.cli eval --positions "greedy:$run" "$run" --game connect_four --json "$OUT/positions.json" \
         ${EVAL_ARGS:-} 2>&1 | tee "$OUT/eval.log"

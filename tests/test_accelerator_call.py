@@ -42,6 +42,11 @@ def test_the_preset_step_trains_judges_and_plays_the_shipped_agent(tmp_path):
     assert (out / "eval.log").read_text().count("empty board: the ") == 2
     match = json.loads((out / "vs_cpu_agent.json").read_text())
     assert "pretrained:connect_four" in match["agents"] and match["games_per_pairing"] == 2
+    assert sorted(path.name for path in (out / "agent").iterdir()) == ["card.json", "config.json", "model.msgpack"]
+    assert len([path for path in out.rglob("*") if path.is_file()]) <= 8  # what one device call brings back
+    from azjax import load_agent
+
+    assert load_agent(str(out / "agent")).game.name == "connect_four"
 
 
 @pytest.mark.slow

@@ -1,5 +1,5 @@
 """experiments/search_curve.py: the network alone and each search judged on the same labelled positions, one row
-each, written as markdown and JSON (the shipped tic-tac-toe agent at 1 and 2 simulations: seconds)."""
+each, written as markdown and JSON (the shipped tic-tac-toe agent at 1 and 2 simulations; marked slow)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 import pytest
 
 
+@pytest.mark.slow  # three judging programs compiled: ~15 s
 def test_a_curve_has_the_network_then_each_search(load_experiment, tmp_path):
     out = tmp_path / "curve.md"
     with load_experiment("search_curve") as script:

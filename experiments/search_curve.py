@@ -62,7 +62,7 @@ def report(results: dict[str, Any]) -> str:
         f"{info['date']}; azjax {info['azjax']} ({info['azjax_commit']}); {info['cpu']}; jax "
         f"{results['device']}. `python experiments/search_curve.py {results['command']}`. Optimal moves: the share "
         "of the positions where the move keeps the game-theoretic outcome (`azjax eval --positions`); seconds "
-        "include compilation and ran beside other work (a guide only).",
+        "include compilation, and whatever else ran beside (a guide only).",
         "",
         "| agent | search | all | " + " | ".join(strata) + " | seconds |",
         "|---|---|---|" + "---|" * len(strata) + "---|",

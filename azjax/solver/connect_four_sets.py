@@ -238,8 +238,8 @@ def label_pons(source: pathlib.Path, out: pathlib.Path = PONS_DIR, *, processes:
             labelled: dict[int, np.ndarray] = {}
             if partial.is_file():
                 for line in partial.read_text().splitlines():
-                    index, outcomes = line.split()
-                    labelled[int(index)] = np.array([_OUTCOME_OF[c] for c in outcomes], np.int8)
+                    kept_index, kept = line.split()
+                    labelled[int(kept_index)] = np.array([_OUTCOME_OF[c] for c in kept], np.int8)
             todo = sorted((i for i in range(len(rows)) if i not in labelled), key=lambda i: -len(rows[i][0]))
             start = time.perf_counter()
             say(f"{name} ({PONS_FILES[name]}): {len(labelled)} of {len(rows)} labelled before, {len(todo)} to go")

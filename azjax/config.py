@@ -103,6 +103,9 @@ class TrainConfig:
     optimizer: str = "adam"  # "adam", "adamw" (weight decay decoupled from Adam) or "sgd" (momentum 0.9)
     value_loss_weight: float = 1.0  # weight of the value MSE in the loss
     value_target_mix: float = 0.0  # value target = (1 - m) x game outcome + m x the search's value of the move played
+    # The search's share of the value target above as the lambda-return of the search values along the rest of the
+    # game (TD(lambda); selfplay.lambda_returns): 0 the move's own search value, 1 the outcome. Needs the mix > 0.
+    value_target_lambda: float = 0.0  # > 0: the mix's search share is the lambda-return of later search values
     reply_policy_weight: float = 0.0  # > 0: a second policy head learns the opponent's reply (KataGo), this weight
     policy_surprise_weight: float = 0.0  # share of draws from replay weighted by policy surprise (KataGo: 0.5)
     weight_decay: float = 1e-4  # adam, sgd: L2 penalty weight in the loss; adamw: kernels shrink by lr x this per step
@@ -200,6 +203,17 @@ class Config:
             raise ConfigError(
                 "train.value_target_mix must be in [0, 1] (0: the game's outcome alone), "
                 f"got {self.train.value_target_mix}"
+            )
+        if not 0.0 <= self.train.value_target_lambda <= 1.0:
+            raise ConfigError(
+                "train.value_target_lambda must be in [0, 1] (0: the search's value of the move played, 1: the "
+                f"game's outcome), got {self.train.value_target_lambda}"
+            )
+        if self.train.value_target_lambda and not self.train.value_target_mix:
+            raise ConfigError(
+                f"train.value_target_lambda={self.train.value_target_lambda} acts on the search's share of the value "
+                "target, which train.value_target_mix=0 leaves out: set train.value_target_mix > 0 too (1: the "
+                "lambda-returns alone), or train.value_target_lambda=0"
             )
         if not self.train.value_loss_weight >= 0:
             raise ConfigError(f"train.value_loss_weight must be >= 0, got {self.train.value_loss_weight}")

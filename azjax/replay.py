@@ -2,9 +2,10 @@
 
 A position's value target is for its player to move: its game's outcome (+1 win, 0 draw, -1 loss) or, with
 `TrainConfig.value_target_mix` m > 0 (the CPU presets), (1 - m) x that outcome + m x the search's value of the move
-played there. Self-play (`selfplay.store_positions`) stores a position either once its game has ended, ready, or,
-with `SelfPlayConfig.keep_unfinished`, as it is played: it then waits in the buffer, not ready, until `settle`
-writes its value target. Only ready positions are sampled. Sampling applies a random board symmetry of the game
+played there (with `TrainConfig.value_target_lambda`, the lambda-return of the search values from there on).
+Self-play (`selfplay.store_positions`) stores a position either once its game has ended, ready, or, with
+`SelfPlayConfig.keep_unfinished`, as it is played: it then waits in the buffer, not ready, until `settle` writes its
+value target. Only ready positions are sampled. Sampling applies a random board symmetry of the game
 to each position (observation and policy target together), so the network sees every orientation of what
 self-play produced.
 """
@@ -105,16 +106,19 @@ def add(
 
 
 def settle(buffer: ReplayBuffer, index: jax.Array, outcome: jax.Array, valid: jax.Array, *,
-           mix: float = 0.0) -> ReplayBuffer:
+           mix: float = 0.0, search_share: jax.Array | None = None) -> ReplayBuffer:
     """Gives the positions at `index` (int32 [M], where `valid` bool [M]) their game's outcome `outcome`
     (float32 [M, 2], per player id: +1 win, 0 draw, -1 loss) as value target, from the side of each position's
     player to move, and makes them ready to be sampled.
 
     With `mix` > 0 the target is (1 - mix) x outcome + mix x the value the position holds while it waits (the
-    search's value of the move played there, for the same player: `selfplay.store_positions` puts it there)."""
+    search's value of the move played there, for the same player: `selfplay.store_positions` puts it there), or
+    with `search_share` (float32 [M], for each position's player to move) mix x that instead: the search values'
+    lambda-returns with `TrainConfig.value_target_lambda`."""
     target = jnp.take_along_axis(outcome, buffer.player[index][:, None], axis=1)[:, 0]
     if mix:
-        target = (1.0 - mix) * target + mix * buffer.data.value_target[index]
+        share = buffer.data.value_target[index] if search_share is None else search_share
+        target = (1.0 - mix) * target + mix * share
     index = jnp.where(valid, index, buffer.capacity)  # out of range: dropped
     return buffer.replace(
         data=buffer.data.replace(value_target=buffer.data.value_target.at[index].set(target, mode="drop")),

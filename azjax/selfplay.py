@@ -3,7 +3,9 @@
 B games run in parallel for T moves. A game that ends restarts at once in its slot, so the batch stays full, and
 games carry over from one call to the next in `SelfPlayState`. A position's value target is *for the player to move
 in that position*: its game's final outcome or, with `TrainConfig.value_target_mix` m > 0 (the CPU presets), the
-blend (1 - m) x that outcome + m x the search's value of the move played there.
+blend (1 - m) x that outcome + m x the search's value of the move played there, or with
+`TrainConfig.value_target_lambda` lam > 0 m x the lambda-return of the search values from there to the game's end
+(`lambda_returns`: TD(lambda), the values searched nearer the end reaching back).
 
 What reaches the replay buffer depends on `SelfPlayConfig.keep_unfinished`. Off (the default), `store_positions`
 stores only the positions whose game ended within the call's trajectory; the others are dropped. On, no position is
@@ -261,6 +263,39 @@ def compute_value_targets(trajectory: Trajectory) -> ValueTargets:
     return ValueTargets(value_target, value_mask, first_return, first_ended)
 
 
+def lambda_returns(trajectory: Trajectory, lam: float) -> tuple[jax.Array, jax.Array]:
+    """The search values' lambda-returns, TD(lambda) over the values of the moves played: a position's value
+    target that looks further along its game than the search's value of its own move.
+
+    Per player id, H_t = (1 - lam) x q_t + lam x (r_t + H_{t+1}), where q_t is `Trajectory.action_value` (for the
+    player to move at t, -q_t for the other: the games are zero-sum), r_t the rewards the move at t pays, and
+    H_{t+1} counts only while the game goes on. So the last move's H is (1 - lam) x q + lam x the outcome, lam = 0
+    gives q_t itself and lam = 1 the game's outcome; in between, the values searched later in the game, nearer its
+    end, reach back with weights (1 - lam) x lam^k.
+
+    Returns [T, B] float32, H_t for the player to move at t (meaningful where the game ended within the trajectory;
+    `compute_value_targets`'s value_mask), and [B, 2] float32, each slot's H at t = 0 per player id (meaningful where
+    that game ended: `ValueTargets.carried_ended`), from which `store_positions` continues the recursion back over the
+    game's positions that wait in replay.
+    """
+
+    def body(later: jax.Array, step: tuple[jax.Array, ...]) -> tuple[jax.Array, jax.Array]:
+        terminated, rewards, current_player, action_value = step
+        value = _per_player(action_value, current_player)
+        ret = (1.0 - lam) * value + lam * (rewards + jnp.where(terminated[:, None], 0.0, later))
+        return ret, jnp.take_along_axis(ret, current_player[:, None], axis=1)[:, 0]
+
+    num_games = trajectory.terminated.shape[1]
+    steps = (trajectory.terminated, trajectory.rewards, trajectory.current_player, trajectory.action_value)
+    first, target = jax.lax.scan(body, jnp.zeros((num_games, 2), jnp.float32), steps, reverse=True)
+    return target, first
+
+
+def _per_player(value: jax.Array, player: jax.Array) -> jax.Array:
+    """[B, 2]: `value` ([B], for `player`) per player id, minus it for the other (zero-sum)."""
+    return jnp.where(player[:, None] == jnp.arange(2), value[:, None], -value[:, None])
+
+
 def reply_targets(trajectory: Trajectory) -> jax.Array:
     """[T, B, A]: for each position, the policy target of the next position of its game, the opponent's reply
     (KataGo's auxiliary opponent-policy target); zeros after the game's last move and at the trajectory's last
@@ -271,7 +306,7 @@ def reply_targets(trajectory: Trajectory) -> jax.Array:
 
 def store_positions(
     buffer: replay.ReplayBuffer, trajectory: Trajectory, pending: jax.Array, max_length: int, *,
-    keep_unfinished: bool = True, value_target_mix: float = 0.0,
+    keep_unfinished: bool = True, value_target_mix: float = 0.0, value_target_lambda: float = 0.0,
 ) -> tuple[replay.ReplayBuffer, dict]:
     """Puts the positions of `trajectory` [T, B] into `buffer` and settles every game that ended in it.
 
@@ -290,7 +325,9 @@ def store_positions(
     A value target is the outcome of the position's game for its player to move (+1 win, 0 draw, -1 loss);
     `value_target_mix` m > 0 (`TrainConfig.value_target_mix`) makes it (1 - m) x that outcome + m x the search's
     value of the move played there (`Trajectory.action_value`, for the same player). A position that waits for its
-    game's end holds that search value as its value target until settled.
+    game's end holds that search value as its value target until settled. `value_target_lambda` lam > 0
+    (`TrainConfig.value_target_lambda`) puts the search values' lambda-returns (`lambda_returns`) in that search
+    value's place: the blend's search share then looks further along the game, over the waiting positions too.
 
     If `buffer` holds reply targets (`replay.init_replay(..., reply_targets=True)`), each position gets
     `reply_targets(trajectory)`'s; if it holds policy surprise (`surprise=True`), `Trajectory.policy_surprise`.
@@ -305,8 +342,11 @@ def store_positions(
     start = buffer.next_index
     search_value = trajectory.action_value
     mixed = targets.value_target
+    if value_target_lambda:
+        lambda_target, lambda_carried = lambda_returns(trajectory, value_target_lambda)
     if value_target_mix:
-        mixed = (1.0 - value_target_mix) * mixed + value_target_mix * search_value
+        share = lambda_target if value_target_lambda else search_value
+        mixed = (1.0 - value_target_mix) * mixed + value_target_mix * share
     reply_target = None
     if buffer.data.reply_target is not None:
         reply_target = flat(reply_targets(trajectory))
@@ -328,10 +368,28 @@ def store_positions(
     # The ring keeps the last `capacity` rows: those older than that, counted back from the newest, are gone.
     kept = offset >= start + num_steps * num_games - buffer.capacity
     outcome = jnp.broadcast_to(targets.carried_outcome[None], (max_length, num_games, 2))
-    buffer = replay.settle(buffer, (offset % buffer.capacity).reshape(-1), outcome.reshape(-1, 2),
-                           (earlier & kept).reshape(-1), mix=value_target_mix)
+    index = offset % buffer.capacity
+    waiting_share = None
+    if value_target_lambda and value_target_mix:
+        waiting_share = _waiting_lambda_returns(buffer, index, lambda_carried, value_target_lambda).reshape(-1)
+    buffer = replay.settle(buffer, index.reshape(-1), outcome.reshape(-1, 2), (earlier & kept).reshape(-1),
+                           mix=value_target_mix, search_share=waiting_share)
     counts = {
         "positions_added": jnp.sum(targets.value_mask) + jnp.sum(earlier & kept),
         "positions_lost": jnp.sum(earlier & ~kept),
     }
     return buffer, counts
+
+
+def _waiting_lambda_returns(buffer: replay.ReplayBuffer, index: jax.Array, later: jax.Array, lam: float) -> jax.Array:
+    """`lambda_returns`' recursion continued back over the positions that wait in replay: `index` [L, B] their ring
+    rows, k + 1 steps before the trajectory at row k, each holding the search's value of its move (for its player,
+    in `value_target`) and its player; `later` [B, 2] the H of each slot's position at t = 0. Returns [L, B], each
+    row's H for its player to move (meaningful for the rows of a game that ended, as `store_positions` settles)."""
+
+    def body(later: jax.Array, rows: jax.Array) -> tuple[jax.Array, jax.Array]:
+        player = buffer.player[rows]
+        ret = (1.0 - lam) * _per_player(buffer.data.value_target[rows], player) + lam * later
+        return ret, jnp.take_along_axis(ret, player[:, None], axis=1)[:, 0]
+
+    return jax.lax.scan(body, later, index)[1]

@@ -274,7 +274,8 @@ def _train_iteration(
     games_state, trajectory = split_batch(games_state, mesh), split_batch(trajectory, mesh, batch_axis=1)
     buffer, stored = selfplay.store_positions(run_state.replay, trajectory, run_state.selfplay.pending,
                                               game.max_length, keep_unfinished=config.selfplay.keep_unfinished,
-                                              value_target_mix=config.train.value_target_mix)
+                                              value_target_mix=config.train.value_target_mix,
+                                              value_target_lambda=config.train.value_target_lambda)
 
     train_state, sgd_metrics = run_sgd_steps(
         sgd_key, run_state.train_state, buffer, parts=parts, config=config, mesh=mesh,

@@ -219,6 +219,8 @@ def test_field_without_its_section_suggests_the_full_name():
         (Config(train=TrainConfig(batch_size=64, replay_capacity=32)), "train.replay_capacity"),
         (Config(train=TrainConfig(value_target_mix=1.5)), "train.value_target_mix"),
         (Config(train=TrainConfig(value_target_mix=-0.1)), "train.value_target_mix"),
+        (Config(train=TrainConfig(value_target_mix=0.5, value_target_lambda=1.5)), "train.value_target_lambda"),
+        (Config(train=TrainConfig(value_target_lambda=0.8)), "set train.value_target_mix > 0"),
         (Config(train=TrainConfig(policy_surprise_weight=1.0)), "train.policy_surprise_weight"),
         (Config(train=TrainConfig(policy_surprise_weight=-0.5)), "train.policy_surprise_weight"),
     ],

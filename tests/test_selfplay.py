@@ -548,6 +548,66 @@ def test_value_target_mix_blends_the_outcome_with_the_search_value_of_the_move_p
     assert np.abs(search_value[mask] - outcome[mask]).max() > 0.1 and mask.sum() > 10
 
 
+def reference_lambda_returns(terminated, rewards, current_player, action_value, lam):
+    """Plain-Python TD(lambda) over the search values, game by game, walking each finished game back from its end
+    with the returns per player id: H = (1 - lam) x (q for the mover, -q for the other) + lam x (r + H after)."""
+    steps, batch = terminated.shape
+    target = np.zeros((steps, batch), np.float32)
+    for b in range(batch):
+        start = 0
+        for t in range(steps):
+            if terminated[t, b]:
+                later = np.zeros(2)
+                for s in range(t, start - 1, -1):
+                    value = np.array([1.0, -1.0] if current_player[s, b] == 0 else [-1.0, 1.0]) * action_value[s, b]
+                    later = (1 - lam) * value + lam * (rewards[s, b] + (later if s < t else 0.0))
+                    target[s, b] = later[current_player[s, b]]
+                start = t + 1
+    return target
+
+
+@pytest.mark.parametrize("keep_unfinished", [True, False])
+def test_value_target_lambda_blends_the_outcome_with_the_search_values_lambda_returns(tiny_config, keep_unfinished):
+    """value_target_lambda lam: the search's share of each ready position's target is the lambda-return of the
+    search values from there to its game's end, for its player to move (the reference walks each game back per
+    player id, so a sign slip between the two players fails it); with keep_unfinished across calls too, over the
+    positions that waited in replay. lam = 1 leaves the outcome alone."""
+    mix, lam = 0.5, 0.75
+    trajectories, stored, mask = {}, {}, {}
+    for each in (lam, 1.0):
+        buffer, calls = play_and_store(tiny_config, keep_unfinished=keep_unfinished, value_target_mix=mix,
+                                       value_target_lambda=each)
+        trajectories[each] = [trajectory for trajectory, _ in calls]
+        stored[each] = np.asarray(buffer.data.value_target)
+        mask[each] = np.asarray(buffer.ready)
+    trajectories = trajectories[lam]  # the same games for both: the targets do not change the play
+    fields = ("terminated", "rewards", "current_player", "action_value")
+    if keep_unfinished:  # the ring holds every position in time-major order
+        whole = jax.tree.map(lambda *xs: np.concatenate(xs), *trajectories)  # [4 T, B]
+        outcome, ended = reference_value_targets(whole.terminated, whole.rewards, whole.current_player)
+        returns = reference_lambda_returns(*(getattr(whole, name) for name in fields), lam)
+        outcome, ended, returns = outcome.reshape(-1), ended.reshape(-1), returns.reshape(-1)
+    else:  # each call stores the positions its own trajectory labels, in order
+        parts = []
+        for t in trajectories:
+            z, m = reference_value_targets(t.terminated, t.rewards, t.current_player)
+            h = reference_lambda_returns(*(getattr(t, name) for name in fields), lam)
+            parts.append((z[m], h[m]))
+        outcome = np.concatenate([z for z, _ in parts])
+        returns = np.concatenate([h for _, h in parts])
+        ended = np.ones_like(outcome, bool)
+    size = outcome.size
+    for each in (lam, 1.0):
+        np.testing.assert_array_equal(mask[each][:size], ended)
+    np.testing.assert_allclose(stored[lam][:size][ended], (1 - mix) * outcome[ended] + mix * returns[ended], atol=1e-5)
+    np.testing.assert_allclose(stored[1.0][:size][ended], outcome[ended], atol=1e-6)
+    # The lambda-returns differ from both the outcome and the move's own search value: the option changed something.
+    search_value = (np.concatenate([t.action_value.reshape(-1) for t in trajectories]) if keep_unfinished else None)
+    assert np.abs(returns[ended] - outcome[ended]).max() > 0.05 and ended.sum() > 10
+    if search_value is not None:
+        assert np.abs(returns[ended] - search_value[ended]).max() > 0.05
+
+
 # --------------------------------------------------------------------------------------------------------------
 # Playout-cap randomisation
 

@@ -136,13 +136,17 @@ def test_the_reply_head_adds_its_weighted_cross_entropy(parts, variables, batch,
 
 
 def test_a_run_with_playout_caps_reply_targets_and_surprise_weighting_trains(tiny_config):
-    """An iteration with playout-cap randomisation (half the steps fast), the opponent-reply head and policy
-    surprise weighting trains: its metrics are finite, the reply head learns, and replay holds the reply targets
-    and each position's surprise (0 after a fast search, which has no policy target)."""
+    """An iteration with playout-cap randomisation (half the steps fast), the opponent-reply head, policy
+    surprise weighting and TD(lambda) value targets over kept unfinished games trains: its metrics are finite, the
+    reply head learns, and replay holds the reply targets and each position's surprise (0 after a fast search,
+    which has no policy target)."""
     config = config_lib.with_overrides(tiny_config, {"selfplay.full_search_fraction": 0.5,
                                                      "selfplay.fast_search_simulations": 2,
+                                                     "selfplay.keep_unfinished": True,
                                                      "train.reply_policy_weight": 0.15,
-                                                     "train.policy_surprise_weight": 0.5})
+                                                     "train.policy_surprise_weight": 0.5,
+                                                     "train.value_target_mix": 0.5,
+                                                     "train.value_target_lambda": 0.8})
     start = init_run_state(config)
     state, metrics = jax.jit(make_train_iteration(config))(start)
     metrics = jax.device_get(metrics)

@@ -42,22 +42,19 @@ preset)
     cp "$run/metrics.jsonl" "$OUT/metrics.jsonl"
     # The trained network comes back too (the machine is bare next time): as a shipped agent's three files, which
     # `azjax eval`, `azjax play` and `azjax train --init-from` take as a directory.
-    "$PYTHON" - "$run" "$OUT/agent" <<'AGENT' || exit 1
+    "$PYTHON" - "$run" "$OUT/agent" "$(dirname "$0")" <<'AGENT' || exit 1
 import sys
+from pathlib import Path
 
 import jax
 
-from azjax import checkpointing, pretrained
+sys.path.insert(0, sys.argv[3])  # experiments/, beside this script
+from pretrain import package_run  # noqa: E402
 
-run, out = sys.argv[1], sys.argv[2]
-config, variables = checkpointing.restore_model(run)
 device = jax.devices()[0]
-training = {"command": f"azjax train --game {config.game} --preset gpu (experiments/accelerator_call.sh)",
-            "machine": f"{device.platform} {device.device_kind}", "iterations": checkpointing.latest_iteration(run)}
-info = {"observation_version": checkpointing.observation_version(config.game), "training": training, "play": {},
-        "strength": []}
-pretrained.write(out, config, variables, info)
-print(f"The network: {out}")
+package_run(Path(sys.argv[1]), Path(sys.argv[2]), {
+    "command": "azjax train --game connect_four --preset gpu (experiments/accelerator_call.sh preset)",
+    "machine": f"{device.platform} {device.device_kind}"})
 AGENT
     # shellcheck disable=SC2086
     "$PYTHON" -m azjax.cli eval --positions "greedy:$run" "$run" --game connect_four --json "$OUT/positions.json" \

@@ -126,17 +126,24 @@ def train(game: str, run_dir: Path, seconds: float | None, seed: int, overrides:
 
 
 def package(run_dir: Path, out: Path, simulations: int | None = None) -> dict:
-    """Writes the run's latest network as a shipped agent into `out`, with its card's training record; with
-    `simulations`, the agent plays with that many per move (its card's "play")."""
+    """Writes the run's latest network as a shipped agent into `out`, with its card's training record (the run's
+    pretrain.json, which this script's training wrote); with `simulations`, the agent plays with that many per
+    move (its card's "play")."""
+    record_path = run_dir / "pretrain.json"
+    if not record_path.is_file():
+        raise SystemExit(f"{run_dir} has no pretrain.json: train it with this script first")
+    return package_run(run_dir, out, json.loads(record_path.read_text()), simulations)
+
+
+def package_run(run_dir: Path, out: Path, record: dict, simulations: int | None = None) -> dict:
+    """`package` for any run: `record` (how it was trained: command, machine, ...) goes into the card's training
+    record with the iteration packaged, its training seconds and the jax version. experiments/accelerator_call.sh
+    packages a run on an accelerator with it."""
     import jax
 
     from azjax import checkpointing, pretrained
     from azjax.rundir import read_metrics
 
-    record_path = run_dir / "pretrain.json"
-    if not record_path.is_file():
-        raise SystemExit(f"{run_dir} has no pretrain.json: train it with this script first")
-    record = json.loads(record_path.read_text())
     config, variables = checkpointing.restore_model(run_dir)
     iteration = checkpointing.latest_iteration(run_dir)
     metrics = [m for m in read_metrics(run_dir) if m.get("iteration") == iteration]

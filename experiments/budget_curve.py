@@ -31,7 +31,8 @@ def read_point(label: str, minutes: str, path: str, agent: str) -> dict[str, Any
     try:
         judged = json.loads(pathlib.Path(path).read_text())["positions"]
     except (OSError, ValueError, KeyError) as error:
-        raise SystemExit(f"--point {label!r}: {path} is not an `azjax eval --positions --json` file ({error})") from None
+        raise SystemExit(f"--point {label!r}: {path} is not an `azjax eval --positions --json` file ({error})") \
+            from None
     rates = {}
     for part, name in (("network", f"greedy:{agent}"), ("search", agent)):
         if name not in judged:

@@ -89,6 +89,10 @@ class SelfPlayConfig:
     # Playout-cap randomisation (KataGo): only fully searched moves train the policy; all train the value.
     full_search_fraction: float = 1.0  # share of self-play steps searched in full, the rest fast; 1: all in full
     fast_search_simulations: int = 4  # simulations of a fast search (with full_search_fraction < 1)
+    # Deeper searches near the start (issue 42's lever for the value far from the end): at every step the k games
+    # with the fewest moves played are searched with start_search_simulations, the others as usual.
+    start_search_games: int = 0  # k games nearest their start searched deeper at each step; 0: none
+    start_search_simulations: int = 64  # simulations of those searches (with start_search_games > 0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -191,6 +195,21 @@ class Config:
             if self.search.reuse_tree:
                 raise ConfigError(
                     "selfplay.full_search_fraction < 1 does not work with search.reuse_tree yet: turn one of them off"
+                )
+        if self.selfplay.start_search_games:
+            if not 0 < self.selfplay.start_search_games < self.selfplay.num_games:
+                raise ConfigError(
+                    f"selfplay.start_search_games must lie in [0, selfplay.num_games) = [0, {self.selfplay.num_games})"
+                    f" (0: no deeper searches), got {self.selfplay.start_search_games}"
+                )
+            if self.selfplay.start_search_simulations <= self.search.num_simulations:
+                raise ConfigError(
+                    f"selfplay.start_search_simulations ({self.selfplay.start_search_simulations}) must be more than "
+                    f"search.num_simulations ({self.search.num_simulations}), or set selfplay.start_search_games 0"
+                )
+            if self.search.reuse_tree:
+                raise ConfigError(
+                    "selfplay.start_search_games > 0 does not work with search.reuse_tree yet: turn one of them off"
                 )
         _positive(self.train, "batch_size", "train.")
         _positive(self.train, "num_sgd_steps", "train.")

@@ -21,6 +21,10 @@ Playout-cap randomisation (`SelfPlayConfig.full_search_fraction` < 1, KataGo's):
 searched either in full or with the fast search (a scalar draw, so that a fast step costs only its simulations);
 a fast step's policy targets are zeros, which the policy loss skips, and its positions train the value as usual.
 
+Deeper searches near the start (`SelfPlayConfig.start_search_games` k > 0): at each step the k games with the
+fewest moves played are searched with `start_search_simulations`, the rest as usual (`split_search`: two searches
+of fixed sizes k and B - k, so a step costs k deep searches and B - k usual ones).
+
 With tree reuse (`SearchConfig.reuse_tree`), `SelfPlayState.tree` holds each game's search tree, rooted at its
 current position: after every move it follows the move played (both players' moves: one search serves both
 sides), and a game that ends restarts with nothing kept.
@@ -117,15 +121,22 @@ def run_selfplay(
     search_fn: SearchFn,
     config: SelfPlayConfig,
     fast_search_fn: SearchFn | None = None,
+    start_search_fn: SearchFn | None = None,
 ) -> tuple[SelfPlayState, Trajectory]:
     """Plays T = `config.num_steps` moves in each of the B games.
 
     With `config.full_search_fraction` < 1, `fast_search_fn` (the search with `config.fast_search_simulations`)
-    searches the steps that are not searched in full. Returns the games in progress afterwards and the trajectory
-    [T, B]. Pure and un-jitted.
+    searches the steps that are not searched in full. With `config.start_search_games` k > 0, `start_search_fn`
+    (the search with `config.start_search_simulations`) searches the k games with the fewest moves played at each
+    step searched in full, `search_fn` the other B - k (`split_search`). Returns the games in progress afterwards
+    and the trajectory [T, B]. Pure and un-jitted.
     """
     if config.full_search_fraction < 1.0 and fast_search_fn is None:
         raise ValueError("full_search_fraction < 1 needs a fast_search_fn")
+    if config.start_search_games:
+        if start_search_fn is None:
+            raise ValueError("start_search_games > 0 needs a start_search_fn")
+        search_fn = split_search(start_search_fn, search_fn, config.start_search_games)
     step_keys = jax.random.split(key, config.num_steps)
 
     def body(carry: SelfPlayState, step_key: jax.Array) -> tuple[SelfPlayState, Trajectory]:
@@ -133,6 +144,28 @@ def run_selfplay(
                               fast_search_fn=fast_search_fn)
 
     return jax.lax.scan(body, selfplay_state, step_keys)
+
+
+def split_search(start_search_fn: SearchFn, search_fn: SearchFn, num_start: int) -> SearchFn:
+    """A search of B games that searches the `num_start` with the fewest moves played (`move_number`; ties by slot)
+    with `start_search_fn` and the other B - `num_start` with `search_fn`, each on its own fixed-size part of the
+    batch, and returns their outputs in the batch's order. No kept trees (search.reuse_tree is refused with it)."""
+
+    def search(variables: dict, key: jax.Array, states: State, move_number: jax.Array,
+               kept: tree_reuse.KeptTree | None = None) -> SearchOutput:
+        if kept is not None:
+            raise ValueError("a split search keeps no trees: turn search.reuse_tree off")
+        order = jnp.argsort(move_number, stable=True)  # [B]: the games nearest their start first
+        start_key, rest_key = jax.random.split(key)
+        parts = []
+        for fn, part_key, rows in ((start_search_fn, start_key, order[:num_start]),
+                                   (search_fn, rest_key, order[num_start:])):
+            part_states = jax.tree.map(lambda x, rows=rows: x[rows], states)
+            parts.append(fn(variables, part_key, part_states, move_number[rows]))
+        joined = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), *parts)  # rows in `order`
+        return jax.tree.map(lambda x: jnp.zeros_like(x).at[order].set(x), joined)
+
+    return search
 
 
 def _selfplay_step(

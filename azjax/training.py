@@ -65,6 +65,7 @@ class Components:
     optimizer: optax.GradientTransformation
     search_fn: selfplay.SearchFn
     fast_search_fn: selfplay.SearchFn | None = None  # self-play's fast search (selfplay.full_search_fraction < 1)
+    start_search_fn: selfplay.SearchFn | None = None  # self-play's deeper search near the start (start_search_games)
 
 
 def make_components(config: Config) -> Components:
@@ -78,7 +79,11 @@ def make_components(config: Config) -> Components:
     if config.selfplay.full_search_fraction < 1.0:
         fast = dataclasses.replace(config.search, num_simulations=config.selfplay.fast_search_simulations)
         fast_search_fn = make_search_fn(game, apply_fn, fast)
-    return Components(game, network, make_optimizer(config.train), search_fn, fast_search_fn)
+    start_search_fn = None
+    if config.selfplay.start_search_games:
+        deep = dataclasses.replace(config.search, num_simulations=config.selfplay.start_search_simulations)
+        start_search_fn = make_search_fn(game, apply_fn, deep)
+    return Components(game, network, make_optimizer(config.train), search_fn, fast_search_fn, start_search_fn)
 
 
 def make_optimizer(config: TrainConfig) -> optax.GradientTransformation:
@@ -270,6 +275,7 @@ def _train_iteration(
         search_fn=parts.search_fn,
         config=config.selfplay,
         fast_search_fn=parts.fast_search_fn,
+        start_search_fn=parts.start_search_fn,
     )
     games_state, trajectory = split_batch(games_state, mesh), split_batch(trajectory, mesh, batch_axis=1)
     buffer, stored = selfplay.store_positions(run_state.replay, trajectory, run_state.selfplay.pending,

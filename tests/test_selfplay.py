@@ -652,6 +652,28 @@ def test_playout_caps_search_some_steps_fast_and_drop_their_policy_targets(tiny_
                      search_fn=stub_search(0.5, True), config=config)
 
 
+def test_start_search_searches_the_games_nearest_their_start_deeper(tiny_config):
+    """start_search_games k: at every step exactly the k games with the fewest moves played get the start search
+    (readable from the root value its stub reports), the others the usual one: the outputs of the two searches go
+    back to their own games."""
+    num_start = 5
+    config = dataclasses.replace(tiny_config.selfplay, num_steps=12, opening_moves=3, start_search_games=num_start)
+    game = make_components(tiny_config).game
+    play = jax.jit(functools.partial(run_selfplay, game=game, search_fn=stub_search(-0.5, False), config=config,
+                                     start_search_fn=stub_search(0.5, True)))
+    _, trajectory = jax.device_get(play(jax.random.key(4), {}, init_selfplay(jax.random.key(5), game, config)))
+    deep = trajectory.root_value == 0.5  # [T, B]
+    assert np.all(deep | (trajectory.root_value == -0.5))
+    np.testing.assert_array_equal(deep.sum(axis=1), num_start)
+    moves = trajectory.move_number
+    for step in range(config.num_steps):
+        assert moves[step][deep[step]].max() <= moves[step][~deep[step]].min()
+    assert len(np.unique(moves)) > 3  # games at several stages: the ordering was put to the test
+    with pytest.raises(ValueError, match="needs a start_search_fn"):
+        run_selfplay(jax.random.key(4), {}, init_selfplay(jax.random.key(5), game, config), game=game,
+                     search_fn=stub_search(0.5, True), config=config)
+
+
 def test_openings_count_the_moves_actually_played():
     # Tic-tac-toe openings of 8 random moves: many draw a move that would end the game (a line after 5 or more
     # stones), which is skipped; the count returned, and new_games's move numbers, must be the stones on the board.

@@ -137,12 +137,14 @@ def test_the_reply_head_adds_its_weighted_cross_entropy(parts, variables, batch,
 
 def test_a_run_with_playout_caps_reply_targets_and_surprise_weighting_trains(tiny_config):
     """An iteration with playout-cap randomisation (half the steps fast), the opponent-reply head, policy
-    surprise weighting and TD(lambda) value targets over kept unfinished games trains: its metrics are finite, the
-    reply head learns, and replay holds the reply targets and each position's surprise (0 after a fast search,
-    which has no policy target)."""
+    surprise weighting, TD(lambda) value targets over kept unfinished games and deeper searches for the 3 games
+    nearest their start trains: its metrics are finite, the reply head learns, and replay holds the reply targets
+    and each position's surprise (0 after a fast search, which has no policy target)."""
     config = config_lib.with_overrides(tiny_config, {"selfplay.full_search_fraction": 0.5,
                                                      "selfplay.fast_search_simulations": 2,
                                                      "selfplay.keep_unfinished": True,
+                                                     "selfplay.start_search_games": 3,
+                                                     "selfplay.start_search_simulations": 8,
                                                      "train.reply_policy_weight": 0.15,
                                                      "train.policy_surprise_weight": 0.5,
                                                      "train.value_target_mix": 0.5,

@@ -5,13 +5,14 @@
 #
 #   bash experiments/accelerator_call.sh sweep     # gpu_sweep.py: the preset against "old" and "short", 1 min each
 #   bash experiments/accelerator_call.sh preset    # the issue's bar: the GPU preset for 300 s, then judged
+#   bash experiments/accelerator_call.sh breakdown # where self-play's time goes at the preset's shape (2 minutes)
 #
 # Everything a step writes goes to $OUT (what comes back from the call; experiments/results/device-out elsewhere),
 # its log too, so that a step cut short by the call's limit still returns what it printed; the preset step's
 # network too ($OUT/agent: 8 files in all, the most a call brings back). On a CPU the same
-# steps run at tiny sizes with MINUTES / SWEEP_ARGS and SECONDS_BUDGET / TRAIN_ARGS / EVAL_ARGS.
+# steps run at tiny sizes with MINUTES / SWEEP_ARGS, SECONDS_BUDGET / TRAIN_ARGS / EVAL_ARGS and BREAKDOWN_ARGS.
 set -u -o pipefail
-step=${1:?"which step: sweep or preset"}
+step=${1:?"which step: sweep, preset or breakdown"}
 OUT=${OUT:-experiments/results/device-out}
 RUNS=${RUNS:-/tmp/azjax-runs}
 mkdir -p "$OUT" "$RUNS"
@@ -77,8 +78,21 @@ EOF
     "$PYTHON" -m azjax.cli eval "$run" pretrained:connect_four --game connect_four --games "${GAMES:-200}" \
         --opening-moves 4 --simulations 32 --json "$OUT/vs_cpu_agent.json" ${EVAL_ARGS:-} 2>&1 | tee -a "$OUT/eval.log"
     ;;
+breakdown)
+    # Issue 41's "where does the other 76% of the FLOP bound go": self-play against a free network, the network
+    # alone and the game alone at 4096 games x 32 simulations (6 x 128 bfloat16), then at 1024 games; a profile of
+    # one call at 4096 for TensorBoard's or xprof's viewer (one file of the trace comes back if it is small enough).
+    # shellcheck disable=SC2086
+    "$PYTHON" experiments/selfplay_breakdown.py --out "$OUT/breakdown-4096.md" --trace "$RUNS/trace" \
+        ${BREAKDOWN_ARGS:-} 2>&1 | tee "$OUT/breakdown.log"
+    # shellcheck disable=SC2086
+    "$PYTHON" experiments/selfplay_breakdown.py --games 1024 --out "$OUT/breakdown-1024.md" ${BREAKDOWN_ARGS:-} \
+        2>&1 | tee -a "$OUT/breakdown.log"
+    trace=$(find "$RUNS/trace" -name "*.xplane.pb" -size -40M | head -n 1)
+    [ -n "$trace" ] && cp "$trace" "$OUT/selfplay.xplane.pb"
+    ;;
 *)
-    echo "unknown step $step: sweep or preset" >&2
+    echo "unknown step $step: sweep, preset or breakdown" >&2
     exit 2
     ;;
 esac

@@ -40,7 +40,7 @@ from azjax.networks import inference_fn, init_variables
 from azjax.search import make_search_fn
 from azjax.training import make_components
 
-from benchmark import machine_info, median, timed, write_json
+from benchmark import free_network, machine_info, median, timed, write_json
 
 QUICK = {"network.num_blocks": 1, "network.num_channels": 8, "network.value_hidden": 8, "search.num_simulations": 4}
 
@@ -72,12 +72,8 @@ def search_times(agent: Agent, batch: int, repeats: int) -> dict[str, float]:
     states = jax.vmap(game.init)(jax.random.split(jax.random.key(0), batch))
     move_number = jnp.zeros(batch, jnp.int32)
 
-    def free(variables: dict, observations: jax.Array) -> tuple[jax.Array, jax.Array]:
-        del variables
-        return jnp.zeros((observations.shape[0], game.num_actions)), jnp.zeros(observations.shape[0])
-
     apply_fn = inference_fn(agent.network)
-    searches = {"search": apply_fn, "search_free_network": free}
+    searches = {"search": apply_fn, "search_free_network": free_network(game.num_actions)}
     result = {}
     for name, fn in searches.items():
         search = make_search_fn(game, fn, search_config)

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 
 from azjax import config as config_lib
 
@@ -122,6 +123,19 @@ class Measurement:
     def best_rate(self, per_call: int) -> float:
         """`per_call` per second over the fastest timed call."""
         return per_call / min(self.times_s)
+
+
+def free_network(num_actions: int) -> Callable[[dict, jax.Array], tuple[jax.Array, jax.Array]]:
+    """A network that costs nothing, for timing a search without its network: uniform logits [B, num_actions] and
+    zero values [B], tied to the observations by a zero factor (so that XLA still computes the observations the
+    search would feed a network; a NaN there shows through)."""
+
+    def apply(variables: dict, observation: jax.Array) -> tuple[jax.Array, jax.Array]:
+        del variables
+        tie = 0.0 * jnp.sum(observation.reshape(observation.shape[0], -1), axis=-1)  # [B]
+        return jnp.zeros((observation.shape[0], num_actions)) + tie[:, None], tie
+
+    return apply
 
 
 def import_pgx() -> Any | None:

@@ -58,3 +58,12 @@ def test_the_sweep_step_writes_its_table(tmp_path):
     [table] = out.glob("*-sweep-connect_four.md")
     assert "| preset | (the preset) |" in table.read_text() and "| old |" in table.read_text()  # both ran (exit 0)
     assert (out / "sweep.log").is_file()
+
+
+@pytest.mark.slow
+def test_the_breakdown_step_times_both_batches_and_brings_a_profile_back(tmp_path):
+    out = _call("breakdown", tmp_path, BREAKDOWN_ARGS="--quick --repeats 1")
+    for name in ("breakdown-4096", "breakdown-1024"):
+        assert "| network alone |" in (out / f"{name}.md").read_text()
+        assert json.loads((out / f"{name}.json").read_text())["shape"]["games"] == 64  # --quick's size
+    assert (out / "selfplay.xplane.pb").stat().st_size > 0

@@ -11,6 +11,7 @@ import json
 import pytest
 
 
+@pytest.mark.slow  # 54 s on 2 cores: an experiment script's whole run, as the other benchmarks' are
 def test_quick_suite(load_experiment, tmp_path):
     with load_experiment("accelerator_suite") as suite:
         results = suite.main(["--quick", "--no-training", "--dtypes", "bfloat16", "--networks", "1x4",

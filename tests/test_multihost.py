@@ -123,6 +123,7 @@ def test_the_three_flags_go_together(tmp_path, tiny_config):
     assert partial.returncode == 2 and "together" in partial.stderr
 
 
+@pytest.mark.slow  # 67 s on 2 cores; the default suite keeps the two-process run's equality and its resume
 def test_a_dead_process_stops_the_other_and_the_checkpoint_stays(tmp_path, tiny_config):
     """Process 1 is killed mid-run: process 0 stops within about the timeout (jax's heartbeat; it says that a task
     died), never hangs, and the last checkpoint resumes in one process."""
@@ -152,6 +153,7 @@ def test_a_dead_process_stops_the_other_and_the_checkpoint_stays(tmp_path, tiny_
     assert resumed.returncode == 0 and f"from iteration {last}" in resumed.stdout, resumed.stdout + resumed.stderr
 
 
+@pytest.mark.slow  # 34 s on 2 cores; the default suite keeps the two-process run's equality and its resume
 def test_a_stop_asked_of_one_process_stops_both_at_the_same_iteration(tmp_path, tiny_config):
     """SIGTERM to process 1 alone, in a run bounded by --seconds: both stop after the same iteration (every
     process follows process 0's clock and any one's stop request), exit 0 and leave a checkpoint of it; without
@@ -176,6 +178,7 @@ def test_a_stop_asked_of_one_process_stops_both_at_the_same_iteration(tmp_path, 
     assert checkpointing.latest_iteration(out) == last
 
 
+@pytest.mark.slow  # 52 s on 2 cores; the arena's split over devices is in the default suite (test_data_parallel.py)
 def test_azjax_eval_over_two_processes_plays_the_same_games_as_one_process(runs):
     """`azjax eval` with the three flags splits its games over both processes' devices: the same table as one
     process over two devices; process 0 alone prints and writes --json."""

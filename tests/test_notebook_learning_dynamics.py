@@ -4,10 +4,12 @@ iterations), so it cannot rot."""
 from __future__ import annotations
 
 import execute
+import pytest
 
 from azjax import checkpointing
 
 
+@pytest.mark.slow  # 49 s on 2 cores; the quickstart, inside-the-search and boards notebooks run in the default suite
 def test_learning_dynamics_notebook_runs(tmp_path):
     # Raises CellExecutionError, with the cell and its traceback, if any cell fails.
     notebook = execute.execute("learning_dynamics", quick=True, run_dir=tmp_path / "runs", cwd=tmp_path)

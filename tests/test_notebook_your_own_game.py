@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import execute
 import nbformat
+import pytest
 
 from azjax import checkpointing
 
 
+@pytest.mark.slow  # 78 s on 2 cores; the same flow runs in the default suite through the CLI (test_your_own_game.py)
 def test_your_own_game_notebook_runs(tmp_path):
     # Raises CellExecutionError, with the cell and its traceback, if any cell fails.
     notebook = execute.execute("your_own_game", quick=True, run_dir=tmp_path / "run", cwd=tmp_path)

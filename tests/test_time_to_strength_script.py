@@ -7,6 +7,7 @@ import json
 
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 
 def test_reference_value_targets_follow_pgx(load_experiment):
@@ -23,6 +24,7 @@ def test_reference_value_targets_follow_pgx(load_experiment):
     np.testing.assert_allclose(target[:, 1], 0.0)  # a draw is worth 0 to both
 
 
+@pytest.mark.slow  # 45 s on 2 cores: an experiment script's whole run, as the other benchmarks' are
 def test_the_race_runs_and_reports(load_experiment, tiny_overrides, tmp_path):
     overrides = [f"{name}={value}" for name, value in tiny_overrides.items() if name != "num_iterations"]
     argv = ["--game", "tic_tac_toe", "--seconds", "0.01", "--out", str(tmp_path), "--marks", "0.001", "1000",

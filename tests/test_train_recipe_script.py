@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
 
+
+@pytest.mark.slow  # 67 s on 2 cores: an experiment script's whole run, as the other benchmarks' are
 def test_a_recipe_trains_evaluates_and_writes_its_results(load_experiment, tiny_overrides, tmp_path):
     overrides = [f"{name}={value}" for name, value in tiny_overrides.items() if name != "num_iterations"]
     out = tmp_path / "run"

@@ -88,8 +88,8 @@ breakdown)
     # shellcheck disable=SC2086
     "$PYTHON" experiments/selfplay_breakdown.py --games 1024 --out "$OUT/breakdown-1024.md" ${BREAKDOWN_ARGS:-} \
         2>&1 | tee -a "$OUT/breakdown.log"
-    trace=$(find "$RUNS/trace" -name "*.xplane.pb" -size -40M | head -n 1)
-    [ -n "$trace" ] && cp "$trace" "$OUT/selfplay.xplane.pb"
+    trace=$(find "$RUNS/trace" -name "*.xplane.pb" -size -40M 2>/dev/null | head -n 1)
+    if [ -n "$trace" ]; then cp "$trace" "$OUT/selfplay.xplane.pb"; else echo "no profile small enough to bring back"; fi
     ;;
 *)
     echo "unknown step $step: sweep, preset or breakdown" >&2

@@ -26,6 +26,7 @@ TensorBoard's or xprof's profile viewer, answers in detail). Writes experiments/
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import pathlib
 import sys
@@ -76,10 +77,11 @@ def network_implementation(config: Any) -> Implementation:
 
         def body(_: int, carry: jax.Array) -> jax.Array:
             logits, value = apply(variables, observation + carry)
-            return 0.0 * (jnp.sum(logits) + jnp.sum(value))  # a zero that XLA must compute
+            return 0.0 * (jnp.sum(logits) + jnp.sum(value))  # a zero that XLA must compute (a NaN would show)
 
         tie = jax.lax.fori_loop(0, evaluations, body, jnp.float32(0.0))
-        terminated = jnp.zeros((config.selfplay.num_steps, observation.shape[0]), bool) & (tie > 0)
+        # The record depends on the loop's result (never true), so that XLA keeps the loop.
+        terminated = jnp.broadcast_to(tie != 0.0, (config.selfplay.num_steps, observation.shape[0]))
         return observation, CallRecord(terminated=terminated)
 
     return Implementation(label="network alone", init=init, play=play)
@@ -106,9 +108,9 @@ def game_implementation(config: Any) -> Implementation:
             done = after.terminated
             after = jax.tree.map(lambda f, n: jnp.where(done.reshape(done.shape + (1,) * (n.ndim - 1)), f, n),
                                  fresh, after)
-            return after, (done, jnp.sum(observation))
+            return after, done | (jnp.sum(observation) != jnp.sum(observation))  # the observation kept (never NaN)
 
-        states, (terminated, _) = jax.lax.scan(body, states, jax.random.split(key, steps))
+        states, terminated = jax.lax.scan(body, states, jax.random.split(key, steps))
         return states, CallRecord(terminated=terminated)
 
     return Implementation(label="game alone", init=init, play=play)
@@ -117,8 +119,9 @@ def game_implementation(config: Any) -> Implementation:
 def breakdown(config: Any, repeats: int, key: jax.Array) -> dict[str, Any]:
     """Times the four programs for `config` and returns each one's seconds per move and share of self-play's."""
     parts = make_components(config)
-    variables = init_variables(parts.network, parts.game, jax.random.key(0))
-    impls = [azjax_implementation(config), free_network_implementation(config), network_implementation(config),
+    variables = init_variables(parts.network, jax.random.key(0), parts.game.observation_shape)
+    impls = [dataclasses.replace(azjax_implementation(config), label="self-play"),
+             free_network_implementation(config), network_implementation(config),
              game_implementation(config)]
     results = measure(impls, variables, batch_size=config.selfplay.num_games, num_repeats=repeats, key=key)
     steps = config.selfplay.num_steps
@@ -140,8 +143,9 @@ def report(results: dict[str, Any]) -> str:
         f"# Where self-play's time goes: {shape['game']}, {shape['network']} {shape['dtype']}, "
         f"{shape['games']} games x {shape['simulations']} simulations",
         "",
-        f"{info.get('device_kind', '?')} ({info.get('platform', '?')}), {info.get('date', '?')}, azjax "
-        f"{info.get('git_commit') or info.get('azjax', '?')}; `python experiments/selfplay_breakdown.py "
+        f"{info.get('devices')} ({info.get('backend')}; host {info.get('cpu')}, {info.get('cpu_cores')} cores), "
+        f"{info.get('date')}, azjax {info.get('azjax_commit') or info.get('azjax')}, jax {info.get('jax')}; "
+        f"`python experiments/selfplay_breakdown.py "
         f"{results['command']}`; median of {results['repeats']} calls of {shape['moves']} moves each.",
         "",
         "| program | ms per move of the batch | share of self-play | compile s |",
@@ -193,7 +197,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.trace is not None:
         impl = azjax_implementation(config)
         parts = make_components(config)
-        variables = init_variables(parts.network, parts.game, jax.random.key(0))
+        variables = init_variables(parts.network, jax.random.key(0), parts.game.observation_shape)
         state = jax.jit(impl.init, static_argnums=1)(jax.random.key(2), args.games)
         play = jax.jit(impl.play)
         jax.block_until_ready(play(jax.random.key(3), variables, state))

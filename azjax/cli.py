@@ -89,7 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--init-from", metavar="AGENT", help="start a new run from this network's weights: "
                        "pretrained:GAME (a shipped agent; `azjax pretrained` lists them), a run directory or an "
                        "export; the optimizer, replay and games start fresh; its game is the run's unless --game "
-                       "says otherwise, and the network's shape must match (the error names what differs)")
+                       "says otherwise; with a preset the network takes the source's shape and the learning rate "
+                       "warms up until the replay first fills (--network.* and --train.warmup_steps win; a shape "
+                       "that does not fit is refused, naming what differs)")
     train.add_argument("--iterations", type=int, help="stop after this many iterations in total, counting those "
                        "of a resumed run (sets num_iterations; default: the preset's or the run's)")
     train.add_argument("--seconds", type=float, help="stop after this many seconds of training (wall clock)")
@@ -531,6 +533,7 @@ def _config_from_args(args: argparse.Namespace):
     run_config = None if args.out is None else args.out / rundir.CONFIG_FILE
     latest = None if args.out is None else checkpointing.latest_iteration(args.out)
     game, preset = args.game or "tic_tac_toe", args.preset or "cpu"
+    from_preset = False
     if args.config is not None:
         origin = f"from {args.config}"
         if not args.config.is_file():
@@ -550,6 +553,7 @@ def _config_from_args(args: argparse.Namespace):
     else:
         config = config_lib.get_config(game, preset)
         origin = config_lib.preset_origin(game, preset)
+        from_preset = True
     overrides = {
         key.split(":", 1)[1]: value
         for key, value in vars(args).items()
@@ -559,7 +563,15 @@ def _config_from_args(args: argparse.Namespace):
         overrides["num_iterations"] = args.iterations
     if overrides:
         origin += f", with {', '.join(f'{name}={value}' for name, value in overrides.items())}"
-    return config_lib.with_overrides(config, overrides), origin
+    config = config_lib.with_overrides(config, overrides)
+    if from_preset and getattr(args, "init_from", None) is not None:  # a new run, fitted to its source
+        from azjax import trainer
+
+        config, changes = trainer.warm_start_config(config, checkpointing.restore_model(args.init_from)[0],
+                                                    keep=frozenset(overrides))
+        if changes:
+            origin += f"; for a start from {args.init_from}: {', '.join(changes)}"
+    return config, origin
 
 
 def _file_name(game: str) -> str:

@@ -5,6 +5,7 @@ records, and every agent shipped in the package beating a random player."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import io
 import json
@@ -147,6 +148,52 @@ def test_train_init_from_on_the_command_line(run, shipped, tmp_path, tiny_overri
     code, _, err = run_cli(["train", "--init-from", "pretrained:tic_tac_toe", "--out", tmp_path / "wide",
                             "--iterations", "1", "--no-compile-cache", *args, "--network.num_channels", "16"])
     assert code == 2 and "pass --network.num_channels 8" in err and "Traceback" not in err
+
+
+def test_init_from_fits_the_preset_to_its_source_and_keeps_what_the_options_set(run, shipped, tiny_overrides):
+    """`azjax train --init-from` takes the source's network shape (not its precision) and warms the learning rate up
+    until the replay first fills; --network.* and --train.warmup_steps given on the command line win."""
+    source, _ = checkpointing.restore_model(run)
+    plain = {name: value for name, value in tiny_overrides.items()
+             if not name.startswith("network.") and name != "train.warmup_steps"}
+
+    def config_of(*extra):
+        args = cli.build_parser().parse_known_args(["train", "--init-from", str(run), *cli_args(plain), *extra])[0]
+        return cli._config_from_args(args)
+
+    preset = config.get_config("tic_tac_toe")
+    assert preset.network != source.network  # the TINY run's network is not the preset's
+    fitted, origin = config_of()
+    assert fitted.network == source.network
+    assert fitted.train.warmup_steps == preset.train.warmup_steps  # the TINY replay fills within the warm-up
+    assert "replay buffer first fills" not in origin
+    fitted, origin = config_of("--train.replay_capacity", "65536")
+    per_iteration = fitted.selfplay.num_games * fitted.selfplay.num_steps
+    fill = -(-fitted.train.replay_capacity // per_iteration) * fitted.train.num_sgd_steps
+    assert fitted.train.warmup_steps == fill > preset.train.warmup_steps
+    assert f"for a start from {run}: the source's network" in origin and f"train.warmup_steps={fill}" in origin
+    fitted, origin = config_of("--network.num_blocks", "3", "--train.warmup_steps", "5")
+    assert fitted.network.num_blocks == 3 and fitted.network.num_channels == source.network.num_channels
+    assert fitted.train.warmup_steps == 5 and "warmup_steps=5" in origin and "replay buffer first fills" not in origin
+    bf16 = config.with_overrides(preset, {"network.compute_dtype": "bfloat16"})  # e.g. a GPU preset's precision
+    fitted, _ = trainer.warm_start_config(bf16, source)
+    assert fitted.network == dataclasses.replace(source.network, compute_dtype="bfloat16") != source.network
+    resumed = config.with_overrides(preset, {"game": "connect_four"})
+    assert trainer.warm_start_config(resumed, source) == (resumed, [])  # another game: train() refuses it
+
+
+def test_a_warm_started_run_plays_as_well_as_its_source_after_one_iteration(tmp_path):
+    """The issue's bar on the real shipped tic-tac-toe agent and the preset: one iteration of self-play and 128 SGD
+    steps later the network still plays the optimal move in (nearly) every labelled position. At the preset's own
+    warm-up of 100 steps it fell from 100% to 98.8% here (54 of the 4520 positions): the check fails without
+    warm_start_config."""
+    source = pretrained.restore("pretrained:tic_tac_toe")[0]
+    assert pretrained.card("tic_tac_toe")["strength"][0]["result"]["network"]["optimal_move_rate"] == 1.0
+    preset = config.with_overrides(config.get_config("tic_tac_toe"), {"num_iterations": 1})
+    fitted, _ = trainer.warm_start_config(preset, source)
+    result = trainer.train(fitted, tmp_path / "warm", init_from="pretrained:tic_tac_toe", eval_every=1,
+                           eval_opponents=("random",), progress=False, log=lambda _: None)
+    assert result.history[0]["eval/optimal_move_rate"] >= 0.997, result.history[0]
 
 
 def test_every_saved_network_records_its_observation_version(run, shipped, tmp_path, monkeypatch):

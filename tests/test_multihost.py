@@ -44,8 +44,11 @@ def environment(devices: int) -> dict:
 
 
 def train_args(config_path, out, *extra: str, eval_every: int = 0) -> list[str]:
+    # The evaluation against the random player and on the labelled positions only: what splits over the processes
+    # is the same for every opponent, and each opponent's search is another program to compile in every process.
     return [*COMMAND, "train", "--config", str(config_path), "--out", str(out), "--iterations", str(ITERATIONS),
-            "--eval-every", str(eval_every), "--checkpoint-every", "2", "--no-progress", *extra]
+            "--eval-every", str(eval_every), "--eval-opponents", "random", "--checkpoint-every", "2", "--no-progress",
+            *extra]
 
 
 def losses(run_dir) -> list[dict]:

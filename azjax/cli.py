@@ -94,7 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "that does not fit is refused, naming what differs)")
     train.add_argument("--iterations", type=int, help="stop after this many iterations in total, counting those "
                        "of a resumed run (sets num_iterations; default: the preset's or the run's)")
-    train.add_argument("--seconds", type=float, help="stop after this many seconds of training (wall clock)")
+    train.add_argument("--seconds", type=float, help="stop after this many seconds of training (wall clock), or at "
+                       "the config's iterations if sooner (--iterations lifts them; the learning-rate schedule spans "
+                       "whichever ends the run)")
     train.add_argument("--checkpoint-every", type=int, default=10, help="checkpoint every N iterations (and "
                        "always when training stops)")
     train.add_argument("--keep", type=int, default=3, help="keep the last N checkpoints (and the best)")
@@ -721,6 +723,11 @@ def _train(args: argparse.Namespace) -> int:
             f"{'Done' if result.stop_reason == 'iterations' else 'Stopped'} ({result.stop_reason}): iteration "
             f"{last['iteration']}, {last['time']:.0f} s, {loss}, {last['positions_per_second']:,.0f} positions/s."
         )
+        if args.seconds is not None and args.iterations is None and result.stop_reason == "iterations":
+            # A preset's iterations can end a run long before the time asked for (Connect Four's 300: 43 of 60 min).
+            print(f"Its {config.num_iterations} iterations (num_iterations: the config's, not --seconds) ended the run "
+                  f"before its {args.seconds:g} s; pass --iterations N as well (e.g. 100000) to let the time "
+                  "alone end it, the learning-rate schedule spanning the time.")
     if result.stop_reason not in ("iterations", "perfect"):
         if result.last_checkpoint:
             print(f"Checkpoint saved at iteration {result.last_checkpoint}. Resume with: {resume}")

@@ -72,6 +72,19 @@ def test_train_exits_0_and_writes_the_run_directory(trained):
     assert str(run_dir) in out
 
 
+def test_a_config_whose_iterations_end_a_seconds_run_says_so(tmp_path, tiny_config):
+    """`--seconds` without `--iterations`: the config's num_iterations can end the run first, and the user hears it."""
+    checkpointing.write_config(tmp_path, config_lib.with_overrides(tiny_config, {"num_iterations": 1}))
+    code, out, err = run_cli(["train", "--config", str(tmp_path / "config.json"), "--out", str(tmp_path / "run"),
+                              "--seconds", "1000", "--eval-every", "0", "--no-progress"])
+    assert code == 0, err
+    assert "Done (iterations): iteration 1" in out
+    assert "Its 1 iterations (num_iterations: the config's, not --seconds) ended the run before its 1000 s" in out
+    code, out, err = run_cli(["train", "--config", str(tmp_path / "config.json"), "--out", str(tmp_path / "more"),
+                              "--iterations", "1", "--seconds", "1000", "--eval-every", "0", "--no-progress"])
+    assert code == 0 and "ended the run before" not in out, err  # the user chose both
+
+
 def test_run_directory_holds_the_config_metrics_and_last_checkpoint(trained, tiny_config):
     _, _, _, run_dir = trained
     assert checkpointing.read_config(run_dir) == tiny_config

@@ -47,7 +47,8 @@ GAMES = {
     # Budgets in iterations (5-10 minutes each of an idle 2-core CPU), which a busy machine only slows down.
     "gomoku9": dict(iterations=60, opening_moves=2, opponents=("mcts:400", "mcts:1600"), simulations=64),
     "othello6": dict(iterations=60, opening_moves=4, opponents=("mcts:400", "mcts:1600"), simulations=64),
-    "brandub": dict(iterations=30, opening_moves=2, opponents=("mcts:400", "mcts:1600"), simulations=64),
+    "brandub": dict(iterations=120, opening_moves=2, opponents=("random", "onestep", "mcts:400", "mcts:1600"),
+                    simulations=64),
 }
 LABELLED = ("tic_tac_toe", "connect_four")  # games with solved positions (azjax.solver.positions)
 
@@ -113,11 +114,12 @@ def train(game: str, run_dir: Path, seconds: float | None, seed: int, overrides:
         field, _, value = override.partition("=")
         command += [f"--{field}", value]
     print("$", shlex.join(command), flush=True)
+    commit = _commit()  # the code that trains: HEAD may move while it runs
     tick = time.perf_counter()
     subprocess.run([sys.executable, "-m", "azjax.cli", *command[1:]], check=True)
     record = {
         "command": shlex.join(command),
-        "commit": _commit(),
+        "commit": commit,
         "date": datetime.date.today().isoformat(),
         "machine": machine(),
         "wall_seconds": round(time.perf_counter() - tick, 1),

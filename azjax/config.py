@@ -94,6 +94,11 @@ class SelfPlayConfig:
     start_search_games: int = 0  # k games nearest their start searched deeper at each step; 0: none
     start_search_simulations: int = 64  # simulations of those searches (with start_search_games > 0)
 
+    @property
+    def positions_per_iteration(self) -> int:
+        """Positions played in an iteration: num_games x num_steps."""
+        return self.num_games * self.num_steps
+
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
@@ -253,7 +258,7 @@ class Config:
                 f"train.replay_capacity ({self.train.replay_capacity}) must be at least train.batch_size "
                 f"({self.train.batch_size})"
             )
-        per_iteration = self.selfplay.num_games * self.selfplay.num_steps
+        per_iteration = self.selfplay.positions_per_iteration
         if self.train.replay_capacity < per_iteration:
             raise ConfigError(
                 f"train.replay_capacity ({self.train.replay_capacity}) must hold at least one iteration's positions, "

@@ -194,7 +194,7 @@ def train(
 
         start = _clock()  # the session's clock (--seconds, the records' "time") counts the compilation too
         iteration_fn = _compile_iteration(config, run_state, mesh, devices, log)
-        positions_per_iteration = config.selfplay.num_games * config.selfplay.num_steps
+        positions_per_iteration = config.selfplay.positions_per_iteration
         history: list[dict] = []
         writer = _tensorboard_writer(run_dir, purge_step=start_iteration + 1) if primary else None
         bar = _progress_bar(progress, start_iteration, config.num_iterations)
@@ -353,8 +353,8 @@ def warm_start_config(config: Config, source: Config, keep: frozenset[str] = fro
         if field.name == "compute_dtype" or f"network.{field.name}" in keep})
     if network != config.network:
         changes.append(f"the source's network ({network.num_blocks} blocks x {network.num_channels} channels)")
-    per_iteration = config.selfplay.num_games * config.selfplay.num_steps
-    fill = math.ceil(config.train.replay_capacity / per_iteration) * config.train.num_sgd_steps
+    fill_iterations = math.ceil(config.train.replay_capacity / config.selfplay.positions_per_iteration)
+    fill = fill_iterations * config.train.num_sgd_steps
     train = config.train
     if "train.warmup_steps" not in keep and fill > train.warmup_steps:
         changes.append(f"train.warmup_steps={fill} (the learning rate warms up until the replay buffer first fills)")

@@ -90,7 +90,7 @@ def _search_action(network, game, search_config, variables, key, states):
 
 def make_agent(config: Config, variables: dict) -> Agent:
     """An agent from a config and network variables ({"params", "batch_stats"})."""
-    game = games.make(config.game)
+    game = config.make_game()
     return Agent(config=config, game=game, network=network_of(config, game.num_actions), variables=variables)
 
 

@@ -40,8 +40,9 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from azjax import config as config_lib
-from azjax import games, parallel, pretrained, tree_reuse
+from azjax import parallel, pretrained, tree_reuse
 from azjax.rundir import CONFIG_FILE, CheckpointError, fsync_dir, game_unavailable, read_config, read_versioned_json
+from azjax.rundir import fit_observation as fit_observation  # re-exported: where loaders set a saved version
 from azjax.rundir import metrics_path as metrics_path  # re-exported: the run directory's files
 from azjax.rundir import read_metrics as read_metrics
 from azjax.rundir import truncate_metrics as truncate_metrics
@@ -197,7 +198,12 @@ class CheckpointManager:
         return self._meta[step]
 
     def config(self, step: int) -> config_lib.Config:
-        """The config a checkpoint was saved with (from the checkpoint itself, else the run's config.json)."""
+        """The config a checkpoint was saved with (from the checkpoint itself, else the run's config.json), its
+        `observation_version` the one its network was trained on (`fit_observation`)."""
+        return fit_observation(self._step_dir(step), self._saved_config(step),
+                               self.meta(step).get("observation_version", 1))
+
+    def _saved_config(self, step: int) -> config_lib.Config:
         saved = self.meta(step).get("config")
         if saved is None:
             return read_config(self.run_dir)
@@ -245,7 +251,7 @@ class CheckpointManager:
             "config": config_lib.to_dict(config),
             "metrics": {k: v for k, v in (metrics or {}).items() if isinstance(v, int | float)},
             "key_impl": str(jax.random.key_impl(run_state.key)),
-            "observation_version": observation_version(config.game),
+            "observation_version": observation_version(config),
         }
         primary = parallel.is_primary()  # over several processes, all write their shards, process 0 the rest
         if primary:
@@ -279,7 +285,6 @@ class CheckpointManager:
         """The run state of the latest checkpoint (or of `step`), checked against `config` and its manifest."""
         step = self._resolve(step)
         saved = self.config(step)
-        check_observation(self._step_dir(step), saved, self.meta(step).get("observation_version", 1))
         check_resumable(saved, config, self.run_dir, step)
         version = self.meta(step).get("version", 0)
         if version < RESUMABLE_VERSION:
@@ -326,7 +331,6 @@ class CheckpointManager:
         """A checkpoint's config and network variables ({"params", "batch_stats"}), checked against its manifest."""
         step = self._resolve(step)
         config = self.config(step)
-        check_observation(self._step_dir(step), config, self.meta(step).get("observation_version", 1))
         restored = self._restore_items(step, model=pretrained.model_template(config))
         return config, dict(restored["model"])
 
@@ -451,8 +455,7 @@ def restore_model(
         if iteration is not None or best_metric is not None:
             raise CheckpointError(f"{path} is one shipped network; it has no other iterations to choose from")
         config, variables, version = pretrained.restore(str(path))
-        check_observation(str(path), config, version)
-        return config, variables
+        return fit_observation(str(path), config, version), variables
     path = Path(path)
     if not path.exists():
         raise CheckpointError(
@@ -466,8 +469,7 @@ def restore_model(
         return _restore_export(path)
     if pretrained.is_agent_directory(path):  # an agent packaged for shipping (experiments/pretrain.py --out)
         config, variables, version = pretrained.restore_directory(path)
-        check_observation(path, config, version)
-        return config, variables
+        return fit_observation(path, config, version), variables
     if path.name.isdigit() and path.parent.name == CHECKPOINT_DIR:  # RUN/checkpoints/<iteration>
         path, iteration = path.parent.parent, int(path.name)
     if not (path / CONFIG_FILE).is_file() and not (path / CHECKPOINT_DIR).is_dir():
@@ -544,24 +546,10 @@ def export_model(
     return info
 
 
-def observation_version(game: str) -> int:
-    """The observation version of the game `game` as this process builds it (`Game.observation_version`)."""
-    return games.make(game).observation_version
-
-
-def check_observation(source: str | Path, config: config_lib.Config, version: int) -> None:
-    """Raises CheckpointError unless the network saved in `source`, trained on observation `version` of its game,
-    can read what the game observes today."""
-    try:
-        current = observation_version(config.game)
-    except (ValueError, ImportError) as error:  # the game cannot be built in this process (a module, pgx missing)
-        raise game_unavailable(Path(source), config_lib.UnknownGameError(str(error))) from None
-    if version != current:
-        raise CheckpointError(
-            f"{source} was trained on observation version {version} of {config.game}, but {config.game} observes "
-            f"version {current} today: its network would read input planes it never saw; use it with the azjax (or "
-            "the game's code) that trained it, or train a new network"
-        )
+def observation_version(config: config_lib.Config) -> int:
+    """The observation version that `config`'s network reads (its `observation_version`, or its game's current
+    one: `Game.observation_version`)."""
+    return config.make_game().observation_version
 
 
 def _best_step(manager: CheckpointManager) -> int:
@@ -575,8 +563,7 @@ def _best_step(manager: CheckpointManager) -> int:
 def _restore_export(path: Path) -> tuple[config_lib.Config, dict]:
     info = read_versioned_json(path / EXPORT_FILE, file_format=EXPORT_FORMAT, version=FORMAT_VERSION,
                                fix="export the model again")
-    config = read_config(path)
-    check_observation(path, config, info.get("observation_version", 1))
+    config = fit_observation(path, read_config(path), info.get("observation_version", 1))
 
     def damaged(why: str) -> CheckpointError:
         return CheckpointError(f"export {path} is damaged or truncated: {why}; export it again")

@@ -529,7 +529,7 @@ def _play(args: argparse.Namespace) -> int:
 
 
 def _config_from_args(args: argparse.Namespace):
-    from azjax import checkpointing, rundir
+    from azjax import checkpointing, games, rundir
     from azjax import config as config_lib
 
     run_config = None if args.out is None else args.out / rundir.CONFIG_FILE
@@ -566,6 +566,11 @@ def _config_from_args(args: argparse.Namespace):
     if overrides:
         origin += f", with {', '.join(f'{name}={value}' for name, value in overrides.items())}"
     config = config_lib.with_overrides(config, overrides)
+    if config.observation_version is not None:
+        try:
+            config.make_game()
+        except games.ObservationVersionError as error:
+            raise config_lib.ConfigError(f"--observation_version {config.observation_version}: {error}") from None
     if from_preset and getattr(args, "init_from", None) is not None:  # a new run, fitted to its source
         from azjax import trainer
 

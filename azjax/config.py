@@ -129,10 +129,18 @@ class Config:
     game: str = "tic_tac_toe"  # a registered game (azjax.games.names()), "pgx:<env_id>" or your own "MODULE:FACTORY"
     seed: int = 0  # the run's random seed
     num_iterations: int = 50  # iterations of self-play + training; `azjax train` may stop earlier on --seconds
+    # A run states the version it trained on (config.json); older ones stay where the game builds them.
+    observation_version: int | None = None  # the game's input planes (None: its current; connect_four 1: stones)
     network: NetworkConfig = dataclasses.field(default_factory=NetworkConfig)
     search: SearchConfig = dataclasses.field(default_factory=SearchConfig)
     selfplay: SelfPlayConfig = dataclasses.field(default_factory=SelfPlayConfig)
     train: TrainConfig = dataclasses.field(default_factory=TrainConfig)
+
+    def make_game(self):
+        """The `azjax.games.Game` this config trains and plays: its `game`, observing `observation_version`."""
+        from azjax import games  # late: config must not build games at import time
+
+        return games.make_observing(self.game, self.observation_version)
 
     def validate(self) -> Config:
         """Checks every field; returns self, or raises ConfigError naming the field and the fix."""
@@ -145,6 +153,11 @@ class Config:
         except games.GameNotFoundError as error:
             raise UnknownGameError(f"game: {error}") from None
         _positive(self, "num_iterations")
+        # Whether the game can build that version is the game's to say, when it is built (`make_game`): a saved
+        # network's config must load for its loader to say which version it needs (`checkpointing.fit_observation`).
+        if self.observation_version is not None and self.observation_version < 1:
+            raise ConfigError(f"observation_version must be >= 1 (or None: the game's current), got "
+                              f"{self.observation_version}")
         _positive(self.network, "num_blocks", "network.")
         _positive(self.network, "num_channels", "network.")
         _positive(self.network, "value_channels", "network.")

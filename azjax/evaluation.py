@@ -198,7 +198,7 @@ def make_evaluator(
       ValueError: "perfect" among the opponents of a Connect Four run: its games start from the empty board,
         whose first moves take the solver minutes each.
     """
-    game = games.make(config.game)
+    game = config.make_game()
     specs = tuple(opponents) if opponents is not None else default_opponents(game)
     if game.name == "connect_four" and "perfect" in [spec.strip() for spec in specs]:
         minimum = bots_lib.CONNECT_FOUR_PERFECT_MIN_STONES

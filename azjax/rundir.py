@@ -129,3 +129,30 @@ def fsync_dir(path: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def fit_observation(source: str | Path, config: config_lib.Config, version: int) -> config_lib.Config:
+    """`config`, saved in `source` with a network trained on observation `version` of its game, set to observe that
+    version where the game's current one is another (`Config.observation_version`; as it was otherwise): a network
+    keeps reading the planes it was trained on, where the game still builds them (`azjax.games.make_observing`).
+    CheckpointError where it does not, or where the game cannot be built in this process."""
+    import dataclasses
+
+    from azjax import games  # late: the registry imports the games' modules
+
+    try:
+        current = games.make(config.game).observation_version
+    except (ValueError, ImportError) as error:  # the game cannot be built in this process (a module, pgx missing)
+        raise game_unavailable(Path(source), config_lib.UnknownGameError(str(error))) from None
+    if version == current:
+        return config if config.observation_version in (None, version) else dataclasses.replace(
+            config, observation_version=None)
+    try:
+        games.make_observing(config.game, version)
+    except games.ObservationVersionError:
+        raise CheckpointError(
+            f"{source} was trained on observation version {version} of {config.game}, but {config.game} observes "
+            f"version {current} today and cannot build version {version}: its network would read input planes it "
+            "never saw; use it with the azjax (or the game's code) that trained it, or train a new network"
+        ) from None
+    return dataclasses.replace(config, observation_version=version)

@@ -159,7 +159,7 @@ def train(
         devices = choose_devices(config, num_devices)
     run_dir = Path(run_dir)
     checkpoints = checkpointing.CheckpointManager(run_dir, keep=keep_checkpoints, best_metric=best_metric)
-    resumed_from = _check_run_dir(run_dir, config, checkpoints, log)
+    resumed_from, config = _check_run_dir(run_dir, config, checkpoints, log)
     if init_from is not None and resumed_from is not None:
         raise checkpointing.CheckpointError(
             f"--init-from starts a new run, but {run_dir} holds one (iteration {resumed_from}): pass a new --out, "
@@ -294,9 +294,8 @@ def default_layout(config: Config, devices: list[jax.Device] | None = None) -> t
         return chosen, f"one {platform} device"
     if platform != "cpu":
         return chosen, f"{len(chosen)} {platform} devices, the games and the SGD batch split over them"
-    from azjax import games  # late: building a game only to read its board size
 
-    cells = math.prod(games.make(config.game).observation_shape[:-1])
+    cells = math.prod(config.make_game().observation_shape[:-1])
     macs = evaluation_macs(config, cells)
     if macs < CPU_SPLIT_MIN_MACS:
         return chosen[:1], (
@@ -343,11 +342,17 @@ def warm_start_config(config: Config, source: Config, keep: frozenset[str] = fro
       iterations of `num_sgd_steps`), not over `warmup_steps` only: a fresh replay holds one iteration's positions,
       and the preset's peak rate on them undoes a trained network at once (Connect Four's shipped agent: 95.4% optimal
       moves, 92.5% after one iteration at the preset's 100 steps of warm-up, 95.2% with 2,000).
+    - The observation version is the source's (`observation_version`): the network reads the planes it learnt on.
     Nothing changes for a source of another game (`warm_start_weights` refuses it).
     """
     if source.game != config.game:
         return config, []
     changes = []
+    if "observation_version" not in keep and source.observation_version != config.observation_version:
+        version = checkpointing.observation_version(source)
+        if version != checkpointing.observation_version(config):
+            changes.append(f"observation_version={version} (the source's input planes)")
+        config = dataclasses.replace(config, observation_version=version)
     network = dataclasses.replace(source.network, **{
         field.name: getattr(config.network, field.name) for field in dataclasses.fields(config.network)
         if field.name == "compute_dtype" or f"network.{field.name}" in keep})
@@ -379,11 +384,14 @@ def warm_start_weights(config: Config, source: str | Path, log: Callable[[str], 
     template = pretrained.model_template(config)
     mismatch = pretrained.first_mismatch(template, variables)
     if mismatch is not None:
-        changed = [(field.name, getattr(saved.network, field.name), getattr(config.network, field.name))
+        changed = [(f"network.{field.name}", getattr(saved.network, field.name), getattr(config.network, field.name))
                    for field in dataclasses.fields(saved.network)
                    if getattr(saved.network, field.name) != getattr(config.network, field.name)]
+        there, here = checkpointing.observation_version(saved), checkpointing.observation_version(config)
+        if there != here:
+            changed.append(("observation_version", there, here))
         differences = ", ".join(f"{name} ({there} there, {here} here)" for name, there, here in changed)
-        options = " ".join(f"--network.{name} {there}" for name, there, _ in changed)
+        options = " ".join(f"--{name} {there}" for name, there, _ in changed)
         fix = (f"its network differs in {differences}: pass {options}" if changed
                else "the game's observation or actions differ from those it was trained on")
         raise checkpointing.CheckpointError(f"cannot start from {source}: {mismatch}; {fix}")
@@ -393,8 +401,10 @@ def warm_start_weights(config: Config, source: str | Path, log: Callable[[str], 
 
 def _check_run_dir(
     run_dir: Path, config: Config, checkpoints: checkpointing.CheckpointManager, log: Callable[[str], None]
-) -> int | None:
-    """The iteration to resume from, if `run_dir` holds a checkpoint `config` can continue; errors otherwise."""
+) -> tuple[int | None, Config]:
+    """The iteration to resume from, if `run_dir` holds a checkpoint `config` can continue (errors otherwise), and
+    `config`, whose observation version, where it leaves it to the game (None), is the checkpoint's: a run goes on
+    reading the planes it started on when its game has since moved to other ones."""
     if run_dir.exists() and not run_dir.is_dir():
         raise checkpointing.CheckpointError(f"{run_dir} is a file, not a run directory; pass a directory as --out")
     if (run_dir / checkpointing.EXPORT_FILE).is_file():
@@ -403,8 +413,10 @@ def _check_run_dir(
         )
     latest = checkpoints.latest_step()
     if latest is None:
-        return None
+        return None, config
     saved = checkpoints.config(latest)
+    if config.observation_version is None:
+        config = dataclasses.replace(config, observation_version=saved.observation_version)
     other = checkpointing.check_resumable(saved, config, run_dir, latest)
     if other:
         log(f"Resuming with changed settings: {'; '.join(other)}.")
@@ -415,7 +427,7 @@ def _check_run_dir(
             f"{saved.num_iterations} (or this session's --seconds, if sooner), so the learning rate changes from "
             "where it was."
         )
-    return latest
+    return latest, config
 
 
 def _schedule_note(config: Config, run_state: RunState) -> str:

@@ -71,7 +71,7 @@ class Components:
 def make_components(config: Config) -> Components:
     """Builds the game, network, optimizer and search functions that `config` describes."""
     config.validate()
-    game = games.make(config.game)
+    game = config.make_game()
     network = network_of(config, game.num_actions)
     apply_fn = inference_fn(network)
     search_fn = make_search_fn(game, apply_fn, config.search)

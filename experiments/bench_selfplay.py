@@ -61,7 +61,7 @@ import jax.numpy as jnp
 import mctx
 from flax import struct
 
-from azjax import games, selfplay
+from azjax import selfplay
 from azjax.config import Config, NetworkConfig, SearchConfig, SelfPlayConfig
 from azjax.networks import AlphaZeroNetwork, init_variables
 from azjax.training import make_components
@@ -70,6 +70,7 @@ from azjax.training import make_components
 from benchmark import Measurement, format_rate, import_pgx, machine_info
 
 GAME = "connect_four"  # the azjax game; the reference plays pgx's game of the same id
+OBSERVATION_VERSION = 1  # the stones only, as pgx observes them: one network serves both
 
 # Sized for a 2-core CPU, where compiling each (B, S) twice takes much of the run: 6 min 41 s there under heavy
 # sharing (experiments/results/bench_selfplay_cpu.txt). A GPU wants far larger B (see the module docstring).
@@ -350,6 +351,7 @@ def make_config(args: argparse.Namespace, batch_size: int, num_simulations: int)
     return Config(
         game=GAME,
         seed=args.seed,
+        observation_version=OBSERVATION_VERSION,
         network=NetworkConfig(
             num_blocks=args.blocks, num_channels=args.channels, compute_dtype=args.compute_dtype
         ),
@@ -450,7 +452,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     network_key, key = jax.random.split(key)
     base = make_config(args, args.batch_sizes[0], args.simulations[0])
     network = make_components(base).network
-    variables = init_variables(network, network_key, games.make(GAME).observation_shape)
+    variables = init_variables(network, network_key, base.make_game().observation_shape)
     network_info = {
         "name": type(network).__name__,
         "num_blocks": network.num_blocks,

@@ -155,7 +155,7 @@ def package_run(run_dir: Path, out: Path, record: dict, simulations: int | None 
     metrics = [m for m in read_metrics(run_dir) if m.get("iteration") == iteration]
     training = dict(record, iterations=iteration, jax=jax.__version__,
                     training_seconds=round(metrics[-1]["time"], 1) if metrics else None)
-    info = {"observation_version": checkpointing.observation_version(config.game), "training": training,
+    info = {"observation_version": checkpointing.observation_version(config), "training": training,
             "play": {} if simulations is None else {"search.num_simulations": simulations}, "strength": []}
     card = pretrained.write(out, config, variables, info)
     print(f"Packaged iteration {iteration} of {run_dir} into {out} ({card['model_bytes'] / 1e6:.2f} MB)", flush=True)

@@ -191,7 +191,7 @@ def test_compute_dtype_may_change_on_resume(runs):
     bf16 = run_config(**{"network.compute_dtype": "bfloat16"})
     messages: list[str] = []
     manager = checkpointing.CheckpointManager(run_dir)
-    assert trainer._check_run_dir(run_dir, bf16, manager, messages.append) == 2 * N
+    assert trainer._check_run_dir(run_dir, bf16, manager, messages.append) == (2 * N, bf16)
     assert any("network.compute_dtype: 'float32' -> 'bfloat16'" in m for m in messages), messages
     assert_bitwise_equal(manager.restore(bf16), runs["straight"].run_state)
 

@@ -17,7 +17,8 @@ from flax import serialization
 from tiny import cli_args
 
 import azjax
-from azjax import arena, bots, checkpointing, cli, config, games, pretrained, trainer
+from azjax import arena, bots, checkpointing, cli, config, games, pretrained, rundir, trainer, training
+from azjax.games import registry
 
 pytestmark = [pytest.mark.usefixtures("persistent_compile_cache"),
               pytest.mark.filterwarnings("ignore:Some donated buffers were not usable")]
@@ -129,7 +130,7 @@ def test_init_from_starts_from_the_sources_weights_and_refuses_what_does_not_fit
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     wider = config.with_overrides(tiny_config, {"network.num_channels": 16})
     with pytest.raises(checkpointing.CheckpointError, match=r"cannot start from .*: parameter params/.* has "
-                       r"shape .* there and .* here; its network differs in num_channels \(8 there, 16 here\): "
+                       r"shape .* there and .* here; its network differs in network.num_channels \(8 there, 16 here\): "
                        "pass --network.num_channels 8"):
         trainer.warm_start_weights(wider, run)
     other = config.with_overrides(tiny_config, {"game": "connect_four"})
@@ -201,11 +202,56 @@ def test_every_saved_network_records_its_observation_version(run, shipped, tmp_p
     assert manager.meta(manager.latest_step())["observation_version"] == 1
     info = checkpointing.export_model(run, tmp_path / "export")
     assert info["observation_version"] == 1
-    monkeypatch.setattr(checkpointing, "observation_version", lambda game: 2)  # the game's observe changed
+    # The game's observe changed, and it cannot build the planes these networks read: each refuses to load.
+    changed = dataclasses.replace(games.make("tic_tac_toe"), observation_version=2)
+    monkeypatch.setitem(registry._REGISTRY, "tic_tac_toe", registry._Entry(lambda: changed, {}))
     for source in (run, tmp_path / "export", "pretrained:tic_tac_toe"):
         with pytest.raises(checkpointing.CheckpointError, match="was trained on observation version 1 of "
-                           "tic_tac_toe, but tic_tac_toe observes version 2 today"):
+                           "tic_tac_toe, but tic_tac_toe observes version 2 today and cannot build version 1"):
             checkpointing.restore_model(source)
+    with pytest.raises(checkpointing.CheckpointError, match="observes version 2 today and cannot build version 1"):
+        trainer.train(config.with_overrides(rundir.read_config(run), {"num_iterations": 3}), run, progress=False,
+                      log=lambda _: None)
+
+
+def test_a_network_of_an_older_observation_reads_the_planes_it_was_trained_on():
+    """Connect Four observes version 2 (the stones and three feature planes); the shipped agent was trained on
+    version 1 (the stones): it loads with the game that builds those, and plays games of today's game."""
+    today = games.make("connect_four")
+    assert today.observation_version == 2 and pretrained.card("connect_four")["observation_version"] == 1
+    agent = azjax.load_agent("pretrained:connect_four")
+    assert agent.config.observation_version == 1 and agent.game.observation_shape == (6, 7, 2)
+    match = arena.play(jax.random.key(0), today, bots.greedy_bot(agent), bots.random_bot(), 8, opening_moves=1)
+    assert match.score >= 0.9, match
+    # A new run observes today's planes; one started from the agent, the agent's (the command line's choice wins).
+    preset = config.get_config("connect_four")
+    assert preset.observation_version is None and preset.make_game().observation_shape == (6, 7, 5)
+    fitted, changes = trainer.warm_start_config(preset, agent.config)
+    assert fitted.observation_version == 1 and any("observation_version=1" in line for line in changes)
+    kept, _ = trainer.warm_start_config(preset, agent.config, keep=frozenset({"observation_version"}))
+    assert kept.observation_version is None
+    with pytest.raises(checkpointing.CheckpointError, match=r"its network differs in observation_version \(1 there, "
+                       r"2 here\): pass --observation_version 1"):
+        trainer.warm_start_weights(dataclasses.replace(fitted, observation_version=2), "pretrained:connect_four")
+    code, _, err = run_cli(["train", "--game", "connect_four", "--observation_version", "3", "--out", "unused"])
+    assert code == 2 and "--observation_version 3: connect_four observes version 2 today and cannot produce " \
+        "version 3" in err, err
+
+
+def test_a_run_resumes_on_the_observation_its_checkpoint_was_trained_on(tiny_config, tmp_path):
+    """A run's checkpoint of Connect Four's version 1 resumes on version 1 when the config leaves the version to
+    the game (as one saved before Connect Four's version 2 does), and a new run observes today's."""
+    v1 = dataclasses.replace(config.with_overrides(tiny_config, {"game": "connect_four"}), observation_version=1)
+    manager = checkpointing.CheckpointManager(tmp_path / "run")
+    manager.save(training.init_run_state(v1), v1)
+    unstated = dataclasses.replace(v1, observation_version=None)
+    resumed, fitted = trainer._check_run_dir(tmp_path / "run", unstated, manager, lambda _: None)
+    assert (resumed, fitted) == (0, v1)
+    with pytest.raises(checkpointing.CheckpointError, match="observation_version: 1 -> 2"):
+        trainer._check_run_dir(tmp_path / "run", dataclasses.replace(v1, observation_version=2), manager,
+                               lambda _: None)
+    new = checkpointing.CheckpointManager(tmp_path / "new")
+    assert trainer._check_run_dir(tmp_path / "new", unstated, new, lambda _: None) == (None, unstated)  # today's
 
 
 @pytest.mark.parametrize("game_name", NATIVE)

@@ -19,6 +19,7 @@ from azjax.games.othello import make_othello, make_othello6
 from azjax.games.pgx_adapter import from_pgx
 from azjax.games.registry import (
     GameNotFoundError,
+    ObservationVersionError,
     canonical,
     check_known,
     definition,
@@ -27,6 +28,7 @@ from azjax.games.registry import (
     is_source,
     load_positions,
     make,
+    make_observing,
     names,
     presets,
     register,
@@ -49,6 +51,7 @@ __all__ = [
     "GameCheckError",
     "GameCheckWarning",
     "GameNotFoundError",
+    "ObservationVersionError",
     "Position",
     "State",
     "Symmetry",
@@ -68,6 +71,7 @@ __all__ = [
     "make_gomoku",
     "make_gomoku9",
     "make_mnk_game",
+    "make_observing",
     "make_othello",
     "make_othello6",
     "make_tic_tac_toe",

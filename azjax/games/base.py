@@ -110,7 +110,8 @@ class Game(Generic[S]):
       observation_version: which planes `observe` produces. Raise it whenever `observe` changes what it returns
         (a plane added, reordered or meaning something else): checkpoints, exports and shipped agents record the
         version that trained them, and loading one against another version fails with a clear error instead of
-        feeding its network the wrong planes.
+        feeding its network the wrong planes, unless the game's factory takes the option `observation_version`
+        and can still build the old one (`azjax.games.make_observing`; Connect Four does).
       draw: `draw(state, *, last_move=None, annotations=None) -> str`, a standalone SVG document (a string
         starting with "<svg") of one unbatched, concrete state: the board, the pieces, the move `last_move` (an
         action index) that led to it highlighted, and `annotations`, a mapping {action index: short text} (e.g. a

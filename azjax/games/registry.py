@@ -172,6 +172,37 @@ def make(name: str, **options) -> Game:
     return game
 
 
+class ObservationVersionError(ValueError):
+    """A network was trained on an observation version that its game no longer produces; the message names the
+    game, both versions and what to do."""
+
+
+def make_observing(name: str, version: int | None) -> Game:
+    """The game `name` producing observation `version` (None: the game's current one, as `make(name)`).
+
+    A game keeps producing an older observation when its factory takes the option `observation_version` (Connect
+    Four: 1, its stones only; 2, also the playable and threat planes): networks trained on the old planes (runs,
+    exports, shipped agents) then keep working. ObservationVersionError (a ValueError) otherwise.
+    """
+    game = make(name)
+    if version is None or version == game.observation_version:
+        return game
+    entry = _resolve(name)
+    takes_option = entry is not None and "observation_version" in inspect.signature(entry.factory).parameters
+    if takes_option:
+        try:
+            older = entry.factory(observation_version=version)
+        except ValueError:
+            older = None
+        if isinstance(older, Game) and older.observation_version == version:
+            return older
+    raise ObservationVersionError(
+        f"{name} observes version {game.observation_version} today and cannot produce version {version}: a network "
+        f"trained on version {version} would read input planes it never saw; use it with the azjax (or the game's "
+        "code) that trained it, or train a new network"
+    )
+
+
 # ------------------------------------------------------------------------------------------------------------
 # Resolution
 

@@ -32,7 +32,7 @@ import numpy as np
 from flax import serialization
 
 from azjax import config as config_lib
-from azjax.rundir import CheckpointError, read_versioned_json
+from azjax.rundir import CheckpointError, fit_observation, read_versioned_json
 
 PREFIX = "pretrained:"
 CARD_FILE = "card.json"
@@ -91,6 +91,7 @@ def restore_directory(directory: Path) -> tuple[config_lib.Config, dict, int]:
     if hashlib.sha256(data).hexdigest() != info.get("sha256"):
         raise CheckpointError(f"{directory / MODEL_FILE} does not match its model card's checksum; reinstall azjax")
     variables = serialization.msgpack_restore(data)
+    config = fit_observation(directory, config, int(info["observation_version"]))
     mismatch = first_mismatch(model_template(config), variables)
     if mismatch is not None:
         raise CheckpointError(f"the shipped agent of {game} does not fit its config: {mismatch}; reinstall azjax")
@@ -124,10 +125,9 @@ def write(directory: str | Path, config: config_lib.Config, variables: dict, inf
 
 def model_template(config: config_lib.Config) -> dict:
     """The shapes and dtypes of a config's network variables ({"params", "batch_stats"}), computed abstractly."""
-    from azjax import games
     from azjax.networks import init_variables, network_of
 
-    game = games.make(config.game)
+    game = config.make_game()
     network = network_of(config, game.num_actions)
     return jax.eval_shape(lambda: init_variables(network, jax.random.key(0), game.observation_shape))
 

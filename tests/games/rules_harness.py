@@ -129,6 +129,7 @@ class Expected:
     current_player: np.ndarray  # [T + 1, B] int32
     forfeited: np.ndarray  # [T + 1, B] bool, the game ended on an illegal action
     ascii: list[str]  # [B], each game's final position, for reports
+    features: np.ndarray | None = None  # [T + 1, B, H, W, k] the reference's feature planes, where it has them
 
 
 def replay_in_reference(reference_class: type[ReferenceGame], actions: np.ndarray) -> Expected:
@@ -156,6 +157,10 @@ def replay_in_reference(reference_class: type[ReferenceGame], actions: np.ndarra
                     field[t + 2 :, b] = field[t + 1, b]
                 break
         expected.ascii.append(ref.ascii())
+    features = getattr(reference_class, "feature_planes", None)
+    if features is not None:
+        flat = features(expected.board.reshape(-1, expected.board.shape[-1]), expected.current_player.reshape(-1))
+        expected = dataclasses.replace(expected, features=flat.reshape(*expected.board.shape[:2], *flat.shape[1:]))
     return expected
 
 
@@ -184,12 +189,17 @@ def play_and_replay(
     return Played(rollout, replay_in_reference(reference_class, np.asarray(rollout.actions)))
 
 
-def expected_observations(expected: Expected, height: int, width: int) -> np.ndarray:
-    """[T + 1, B, H, W, 2] float32: plane 0 the stones of the player to move, plane 1 the other player's."""
+def expected_observations(expected: Expected, height: int, width: int, num_planes: int = 2) -> np.ndarray:
+    """[T + 1, B, H, W, num_planes] float32: plane 0 the stones of the player to move, plane 1 the other player's,
+    then, for more planes, the reference's `feature_planes` (`Expected.features`)."""
     mover_stone = (expected.current_player + 1)[..., None]
     other_stone = (2 - expected.current_player)[..., None]
     planes = np.stack([expected.board == mover_stone, expected.board == other_stone], axis=-1)
-    return planes.reshape(*planes.shape[:2], height, width, 2).astype(np.float32)
+    stones = planes.reshape(*planes.shape[:2], height, width, 2).astype(np.float32)
+    if num_planes == 2:
+        return stones
+    assert expected.features is not None, "the reference has no feature planes to compare the extra planes with"
+    return np.concatenate([stones, expected.features], axis=-1)
 
 
 def actual_field(rollout: Rollout, field: str) -> np.ndarray:
@@ -204,7 +214,7 @@ def assert_field_matches(
     """Asserts that a state field (or "observation") equals the reference's at every [t, b] where `where`."""
     actual = actual_field(rollout, field)
     if field == "observation":
-        wanted = expected_observations(expected, *game.observation_shape[:2])
+        wanted = expected_observations(expected, *game.observation_shape)
     else:
         wanted = getattr(expected, field)
     assert actual.shape == wanted.shape, (field, actual.shape, wanted.shape)

@@ -5,6 +5,8 @@ Boards are written top row (row 6) first; a = column 0 = action 0.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -18,7 +20,18 @@ EMPTY_ROW = ". . . . . . ."
 
 
 class TestAgainstReference(harness.GenericRulesTests):
+    """The default observation (version 2): the stones, the playable cells and both sides' threats."""
+
     game_name = "connect_four"
+    reference_class = reference.ConnectFour
+    num_games = 2000
+
+
+class TestAgainstReferenceObservationV1(harness.GenericRulesTests):
+    """Observation version 1 (the stones only), which networks trained before version 2 read."""
+
+    game_name = "connect_four"
+    game_options: ClassVar[dict[str, object]] = {"observation_version": 1}
     reference_class = reference.ConnectFour
     num_games = 2000
 
@@ -214,7 +227,7 @@ def test_observation_is_from_the_side_to_move(game: Game) -> None:
     state = game.from_ascii(board(". . . O . . .", ". . X X . . ."))
     assert int(state.current_player) == 1
     obs = np.asarray(game.observe(state))
-    assert obs.shape == (6, 7, 2) and obs.dtype == np.float32
+    assert obs.shape == (6, 7, 5) and obs.dtype == np.float32
     x_stones, o_stones = np.zeros((6, 7)), np.zeros((6, 7))
     x_stones[5, 2] = x_stones[5, 3] = 1  # row index 5 is the bottom row, row 1
     o_stones[4, 3] = 1
@@ -225,6 +238,30 @@ def test_observation_is_from_the_side_to_move(game: Game) -> None:
     o_stones[5, 4] = 1
     np.testing.assert_array_equal(obs[..., 0], x_stones)
     np.testing.assert_array_equal(obs[..., 1], o_stones)
+
+
+def test_feature_planes_show_playable_cells_and_both_sides_threats(game: Game) -> None:
+    # O (to move) has c2-d2-e2: threats b2 (playable) and f2 (not yet: f1 is empty); X has b1-c1-d1 (a1; e1 is O's).
+    state = game.from_ascii(board(". . X X . . .", ". . O O O . .", ". X X X O . ."))
+    assert int(state.current_player) == 1
+    obs = np.asarray(game.observe(state))
+
+    def cells(plane: int) -> set[str]:
+        return {f"{'abcdefg'[c]}{6 - r}" for r, c in zip(*np.nonzero(obs[..., plane]), strict=True)}
+
+    assert cells(2) == {"a1", "b2", "c4", "d4", "e3", "f1", "g1"}  # each open column's lowest empty cell
+    assert cells(3) == {"b2", "f2"}  # where the mover's stone would complete four
+    assert cells(4) == {"a1"}  # where the opponent's would
+
+
+def test_observation_version_1_is_the_stones_alone() -> None:
+    old, new = make("connect_four", observation_version=1), make("connect_four")
+    assert (old.observation_version, old.observation_shape) == (1, (6, 7, 2))
+    assert (new.observation_version, new.observation_shape) == (2, (6, 7, 5))
+    state = new.from_ascii(board(". . O . . . .", ". X X . . . ."))
+    np.testing.assert_array_equal(np.asarray(old.observe(state)), np.asarray(new.observe(state))[..., :2])
+    with pytest.raises(ValueError, match=r"connect_four has observation versions \[1, 2\], not 3"):
+        make("connect_four", observation_version=3)
 
 
 def test_action_names(game: Game) -> None:

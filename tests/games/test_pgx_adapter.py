@@ -72,7 +72,7 @@ def _play_actions(keys: jax.Array, actions: jax.Array, *, game: games.Game):
 
 @pytest.mark.parametrize("env_id", ["tic_tac_toe", "connect_four"])
 def test_random_games_match_azjax_own_game(pgx, env_id: str) -> None:
-    native = make(env_id)
+    native = make(env_id, observation_version=1) if env_id == "connect_four" else make(env_id)  # pgx's: the stones
     # Random legal moves, with illegal and out-of-range ones now and then (and any action once a game is over).
     players = harness.Players.build(native, num_games=NUM_GAMES)
     rollout = jax.device_get(players.random(jax.random.key(0, impl="rbg"), jnp.float32(0.05)))

@@ -294,6 +294,20 @@ def test_a_network_agent_shows_its_visits_values_and_the_networks_prior(untraine
     with_network.close()
 
 
+def test_a_network_of_an_older_observation_is_analysed_on_todays_game():
+    """The shipped Connect Four agent reads observation version 1 (the stones); the served game observes version 2:
+    the page's network prior and value are computed on the planes the network was trained on."""
+    spec = "az:pretrained:connect_four:4"
+    server = GameServer.from_specs([spec])
+    client = create_app(server).test_client()
+    view = new_game(client, (HUMAN, spec), game="connect_four")
+    path = f"/api/games/{view['id']}/analysis?agent={spec}"
+    analysis = wait_until(lambda: (r := client.get(path)).status_code == 200 and r.json, "the analysis")
+    assert len(analysis["candidates"]) == 7 and isinstance(analysis["network_value"], float)
+    assert sum(c["prior"] for c in analysis["candidates"]) == pytest.approx(1.0, abs=1e-5)
+    server.close()
+
+
 def test_uploaded_records_are_served(client, served):
     uploaded = client.post("/api/records", json={"record": _record([[4, 0], [0]]), "name": "upload.json"})
     assert uploaded.status_code == 201 and uploaded.json["num_games"] == 2 and uploaded.json["name"] == "upload.json"

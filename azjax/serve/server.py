@@ -162,8 +162,10 @@ def network_source(spec: str) -> str | None:
     return spec
 
 
-def _network_evaluator(spec: str, game: Game) -> Callable[[State], tuple[jax.Array, jax.Array]] | None:
-    """The jitted network (masked logits [B, A], value [B]) of an agent with one, else None."""
+def _network_evaluator(spec: str) -> Callable[[State], tuple[jax.Array, jax.Array]] | None:
+    """The jitted network (masked logits [B, A], value [B]) of an agent with one, else None; it observes the states
+    as the network was trained to read them (its game's observation version, which may be older than the served
+    game's)."""
     from azjax.agent import load_agent
     from azjax.networks import inference_fn
     from azjax.search import evaluate_states
@@ -173,7 +175,7 @@ def _network_evaluator(spec: str, game: Game) -> Callable[[State], tuple[jax.Arr
         return None
     shipped = bots.shipped_game(source)
     agent = load_agent(pretrained.PREFIX + shipped if shipped is not None else source)
-    return jax.jit(functools.partial(evaluate_states, inference_fn(agent.network), agent.variables, game))
+    return jax.jit(functools.partial(evaluate_states, inference_fn(agent.network), agent.variables, agent.game))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -357,7 +359,7 @@ class GameServer:
                 except bots.SpecError as error:
                     raise ServeError(400, str(error)) from None
                 built = ServedAgent(spec=spec, game=served_game, analyse=jax.jit(bot.analyse),
-                                    evaluate=_network_evaluator(spec, served_game.game),
+                                    evaluate=_network_evaluator(spec),
                                     worker=_Worker(f"{spec} ({game})"))
                 self._built[(spec, game)] = built
             return built

@@ -188,8 +188,7 @@ def make_observing(name: str, version: int | None) -> Game:
     if version is None or version == game.observation_version:
         return game
     entry = _resolve(name)
-    takes_option = entry is not None and "observation_version" in inspect.signature(entry.factory).parameters
-    if takes_option:
+    if entry is not None and "observation_version" in inspect.signature(entry.factory).parameters:
         try:
             older = entry.factory(observation_version=version)
         except ValueError:

@@ -50,7 +50,7 @@ GAMES = {
                          set=("network.num_blocks=3", "network.num_channels=48", "observation_version=1")),
     # Budgets in iterations (5-10 minutes each of an idle 2-core CPU), which a busy machine only slows down.
     "gomoku9": dict(iterations=60, opening_moves=2, opponents=("mcts:400", "mcts:1600"), simulations=64),
-    "othello6": dict(iterations=60, opening_moves=4, opponents=("mcts:400", "mcts:1600"), simulations=64),
+    "othello6": dict(iterations=200, opening_moves=4, opponents=("mcts:400", "mcts:1600"), simulations=64),
     "brandub": dict(iterations=120, opening_moves=2, opponents=("random", "onestep", "mcts:400", "mcts:1600"),
                     simulations=64),
 }

@@ -454,8 +454,8 @@ def restore_model(
     if pretrained.is_pretrained(path):
         if iteration is not None or best_metric is not None:
             raise CheckpointError(f"{path} is one shipped network; it has no other iterations to choose from")
-        config, variables, version = pretrained.restore(str(path))
-        return fit_observation(str(path), config, version), variables
+        config, variables, _ = pretrained.restore(str(path))  # its config fitted to its observation version
+        return config, variables
     path = Path(path)
     if not path.exists():
         raise CheckpointError(
@@ -468,8 +468,8 @@ def restore_model(
             raise CheckpointError(f"{path} is an export of one checkpoint; it has no other iterations to choose from")
         return _restore_export(path)
     if pretrained.is_agent_directory(path):  # an agent packaged for shipping (experiments/pretrain.py --out)
-        config, variables, version = pretrained.restore_directory(path)
-        return fit_observation(path, config, version), variables
+        config, variables, _ = pretrained.restore_directory(path)
+        return config, variables
     if path.name.isdigit() and path.parent.name == CHECKPOINT_DIR:  # RUN/checkpoints/<iteration>
         path, iteration = path.parent.parent, int(path.name)
     if not (path / CONFIG_FILE).is_file() and not (path / CHECKPOINT_DIR).is_dir():

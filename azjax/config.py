@@ -129,7 +129,7 @@ class Config:
     game: str = "tic_tac_toe"  # a registered game (azjax.games.names()), "pgx:<env_id>" or your own "MODULE:FACTORY"
     seed: int = 0  # the run's random seed
     num_iterations: int = 50  # iterations of self-play + training; `azjax train` may stop earlier on --seconds
-    # A run states the version it trained on (config.json); older ones stay where the game builds them.
+    # Checkpoints record the version a network trained on; loading one whose game has moved on sets this field.
     observation_version: int | None = None  # the game's input planes (None: its current; connect_four 1: stones)
     network: NetworkConfig = dataclasses.field(default_factory=NetworkConfig)
     search: SearchConfig = dataclasses.field(default_factory=SearchConfig)

@@ -83,7 +83,8 @@ def restore(spec: str) -> tuple[config_lib.Config, dict, int]:
 
 
 def restore_directory(directory: Path) -> tuple[config_lib.Config, dict, int]:
-    """`restore` of an agent directory anywhere (as `write` leaves it, e.g. before it is copied into the package)."""
+    """`restore` of an agent directory anywhere (as `write` leaves it, e.g. before it is copied into the package);
+    the config observes the version the network was trained on (`rundir.fit_observation`)."""
     info = read_card(directory)
     game = info.get("game", directory.name)
     config = config_lib.from_json((directory / CONFIG_FILE).read_text())

@@ -664,6 +664,6 @@ def game_of_spec(spec: str) -> str | None:
     try:
         if (Path(run_dir) / rundir.CONFIG_FILE).is_file():
             return rundir.read_config(Path(run_dir)).game
-        return checkpointing.restore_model(Path(run_dir))[0].game  # e.g. RUN/checkpoints/<iteration>
+        return checkpointing.restore_config(Path(run_dir)).game  # e.g. RUN/checkpoints/<iteration>
     except checkpointing.CheckpointError as error:
         raise SpecError(f"agent {spec!r}: {error}") from None

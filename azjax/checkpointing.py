@@ -440,7 +440,8 @@ def latest_iteration(run_dir: Path) -> int | None:
 def restore_model(
     path: str | Path, *, iteration: int | None = None, best_metric: str | None = None
 ) -> tuple[config_lib.Config, dict]:
-    """The config and network variables ({"params", "batch_stats"}) of a run directory, an export or a shipped agent.
+    """The config and network variables ({"params", "batch_stats"}) of a run directory, an export or a shipped agent
+    (`restore_config`: the config alone).
 
     Args:
       path: a run directory (its latest checkpoint), one of its `checkpoints/<iteration>` directories, a
@@ -451,9 +452,28 @@ def restore_model(
       CheckpointError: the path, its config or its checkpoint cannot be used (the message says which and what
         to do).
     """
+    config, variables = _restore(path, iteration, best_metric, weights=True)
+    assert variables is not None
+    return config, variables
+
+
+def restore_config(
+    path: str | Path, *, iteration: int | None = None, best_metric: str | None = None
+) -> config_lib.Config:
+    """The config `restore_model` would give (fitted to the network's observation version, a shipped agent's play
+    settings applied), read without loading the network's arrays: what a source's game, network shape or
+    observation is, before anything is built (`azjax train --init-from` fits its config to it this way)."""
+    return _restore(path, iteration, best_metric, weights=False)[0]
+
+
+def _restore(path: str | Path, iteration: int | None, best_metric: str | None, *, weights: bool
+             ) -> tuple[config_lib.Config, dict | None]:
+    """`restore_model` (`weights`) or `restore_config` (not): one resolution of the path for both."""
     if pretrained.is_pretrained(path):
         if iteration is not None or best_metric is not None:
             raise CheckpointError(f"{path} is one shipped network; it has no other iterations to choose from")
+        if not weights:
+            return pretrained.restore_config(str(path)), None
         config, variables, _ = pretrained.restore(str(path))  # its config fitted to its observation version
         return config, variables
     path = Path(path)
@@ -466,8 +486,10 @@ def restore_model(
     if (path / EXPORT_FILE).is_file():
         if iteration is not None or best_metric is not None:
             raise CheckpointError(f"{path} is an export of one checkpoint; it has no other iterations to choose from")
-        return _restore_export(path)
+        return _restore_export(path, weights=weights)
     if pretrained.is_agent_directory(path):  # an agent packaged for shipping (experiments/pretrain.py --out)
+        if not weights:
+            return pretrained.directory_config(path), None
         config, variables, _ = pretrained.restore_directory(path)
         return config, variables
     if path.name.isdigit() and path.parent.name == CHECKPOINT_DIR:  # RUN/checkpoints/<iteration>
@@ -480,6 +502,8 @@ def restore_model(
     manager = CheckpointManager(path, best_metric=best_metric)
     if best_metric is not None:
         iteration = _best_step(manager)
+    if not weights:
+        return manager.config(manager._resolve(iteration)), None
     return manager.restore_model(iteration)
 
 
@@ -560,10 +584,12 @@ def _best_step(manager: CheckpointManager) -> int:
     return step
 
 
-def _restore_export(path: Path) -> tuple[config_lib.Config, dict]:
+def _restore_export(path: Path, *, weights: bool = True) -> tuple[config_lib.Config, dict | None]:
     info = read_versioned_json(path / EXPORT_FILE, file_format=EXPORT_FORMAT, version=FORMAT_VERSION,
                                fix="export the model again")
     config = fit_observation(path, read_config(path), info.get("observation_version", 1))
+    if not weights:
+        return config, None
 
     def damaged(why: str) -> CheckpointError:
         return CheckpointError(f"export {path} is damaged or truncated: {why}; export it again")

@@ -695,6 +695,36 @@ def test_export_options_and_errors(runs, tmp_path):
     assert not (tmp_path / "other").exists() and not list(tmp_path.glob(".*"))  # nothing half-written left
 
 
+def test_a_sources_config_is_read_without_its_weights(runs, tmp_path, monkeypatch):
+    """`restore_config` gives `restore_model`'s config for every kind of source (run, one of its checkpoints, export,
+    shipped agent, agent directory) and reads none of the network's arrays (`azjax train --init-from` reads the
+    source's config first, then its weights once)."""
+    import orbax.checkpoint as ocp
+    from flax import serialization
+
+    from azjax import pretrained
+
+    run_dir, out = runs["root"] / "straight", tmp_path / "model"
+    checkpointing.export_model(run_dir, out)
+    sources = [(run_dir, {}), (run_dir, {"iteration": N}), (run_dir / "checkpoints" / str(N), {}), (out, {}),
+               ("pretrained:connect_four", {}), (pretrained._directory("connect_four"), {})]
+    expected = [checkpointing.restore_model(source, **options)[0] for source, options in sources]
+    assert expected[4].search.num_simulations == pretrained.card("connect_four")["play"]["search.num_simulations"]
+
+    def no_arrays(*args, **kwargs):
+        raise AssertionError("the network's arrays were read")
+
+    monkeypatch.setattr(ocp.Checkpointer, "restore", no_arrays)
+    monkeypatch.setattr(serialization, "msgpack_restore", no_arrays)
+    # The patches do stop a load of the weights (an export's loader names it as damage).
+    with pytest.raises(checkpointing.CheckpointError, match="arrays were read"):
+        checkpointing.restore_model(out)
+    with pytest.raises(AssertionError, match="arrays were read"):
+        checkpointing.restore_model("pretrained:connect_four")
+    for (source, options), config in zip(sources, expected, strict=True):
+        assert checkpointing.restore_config(source, **options) == config, source
+
+
 def test_damaged_export_is_a_clear_error(runs, tmp_path):
     out = tmp_path / "model"
     checkpointing.export_model(runs["root"] / "straight", out)

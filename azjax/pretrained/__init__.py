@@ -82,21 +82,36 @@ def restore(spec: str) -> tuple[config_lib.Config, dict, int]:
     return restore_directory(_directory(str(spec).removeprefix(PREFIX)))
 
 
+def restore_config(spec: str) -> config_lib.Config:
+    """The config `restore` gives, read without the network's weights."""
+    return directory_config(_directory(str(spec).removeprefix(PREFIX)))
+
+
+def directory_config(directory: Path) -> config_lib.Config:
+    """The config of an agent directory (`restore_directory`'s, without reading the weights): it observes the
+    version the network was trained on (`rundir.fit_observation`) and plays with the card's "play" settings."""
+    return _directory_config(directory, read_card(directory))
+
+
+def _directory_config(directory: Path, info: dict) -> config_lib.Config:
+    config = config_lib.from_json((directory / CONFIG_FILE).read_text())
+    config = fit_observation(directory, config, int(info["observation_version"]))
+    return config_lib.with_overrides(config, info.get("play", {}))  # e.g. more simulations than in training
+
+
 def restore_directory(directory: Path) -> tuple[config_lib.Config, dict, int]:
     """`restore` of an agent directory anywhere (as `write` leaves it, e.g. before it is copied into the package);
-    the config observes the version the network was trained on (`rundir.fit_observation`)."""
+    the config as `directory_config` gives it."""
     info = read_card(directory)
     game = info.get("game", directory.name)
-    config = config_lib.from_json((directory / CONFIG_FILE).read_text())
     data = (directory / MODEL_FILE).read_bytes()
     if hashlib.sha256(data).hexdigest() != info.get("sha256"):
         raise CheckpointError(f"{directory / MODEL_FILE} does not match its model card's checksum; reinstall azjax")
     variables = serialization.msgpack_restore(data)
-    config = fit_observation(directory, config, int(info["observation_version"]))
+    config = _directory_config(directory, info)
     mismatch = first_mismatch(model_template(config), variables)
     if mismatch is not None:
         raise CheckpointError(f"the shipped agent of {game} does not fit its config: {mismatch}; reinstall azjax")
-    config = config_lib.with_overrides(config, info.get("play", {}))  # e.g. more simulations than in training
     return config, {name: variables[name] for name in ("params", "batch_stats")}, int(info["observation_version"])
 
 

@@ -39,6 +39,9 @@ import collections
 import dataclasses
 import functools
 import math
+import sys
+import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -219,6 +222,7 @@ def run_games(
     opening_agent: AgentFn = random_agent,
     mesh: Mesh | None = None,
     compact: bool | None = None,
+    progress: MatchProgress | None = None,
 ) -> Games:
     """Plays `num_games` (even) games in parallel, A as player 0 in the first half and player 1 in the second;
     game i and game i + num_games / 2 (a pair) start from the same opening of `opening_moves` moves by
@@ -244,6 +248,9 @@ def run_games(
     the batch is finished games). It costs a second compilation of the agents. None (the default): on for games
     of `COMPACT_MIN_LENGTH` moves or more, with at least 8 games per device. Deterministic agents play the same
     games either way; random ones draw other numbers in the tail.
+
+    `progress` (a `MatchProgress`) is told after every step how many games are still playing on each device
+    (a host callback; it does not change the games).
     """
     if num_games < 2 or num_games % 2:
         raise ValueError(f"num_games must be even and >= 2 (half with each seat), got {num_games}")
@@ -252,7 +259,15 @@ def run_games(
         if half % mesh.size:
             raise ValueError(f"num_games / 2 ({half}) must be a multiple of the mesh's {mesh.size} devices")
         return _on_each_device(key, game, agent_a, agent_b, num_games // mesh.size, opening_moves, opening_agent,
-                               mesh, compact)
+                               mesh, compact, progress)
+    return _run_local(key, game, agent_a, agent_b, num_games, opening_moves, opening_agent, compact, progress, 0)
+
+
+def _run_local(key: jax.Array, game: Game, agent_a: Player, agent_b: Player, num_games: int, opening_moves: int,
+               opening_agent: AgentFn, compact: bool | None, progress: MatchProgress | None,
+               device: jax.Array | int) -> Games:
+    """`run_games` on one device (`device`: its index, for `progress`)."""
+    half = num_games // 2
     if compact is None:
         compact = game.max_length >= COMPACT_MIN_LENGTH and num_games >= 8
     opening_key, play_key = jax.random.split(key)
@@ -267,6 +282,8 @@ def run_games(
     memories = [_init_memory(agent, states) for agent in (agent_a, agent_b)]
     start = _Match(states, jnp.zeros((num_games, 2), jnp.float32), opened, moves, jnp.int32(0), *memories)
     move = functools.partial(_move, game=game, agent_a=agent_a, agent_b=agent_b, play_key=play_key)
+    if progress is not None:
+        move = functools.partial(_reported, move, progress=progress, device=device)
     tail = half // COMPACT_FRACTION if compact else 0
     played = jax.lax.while_loop(functools.partial(_playing, game=game, more_than=tail), move, start)
     if tail:
@@ -284,6 +301,66 @@ def run_games(
     outcome = jnp.take_along_axis(played.returns, seat[:, None], axis=1)[:, 0]
     return Games(outcome=outcome, seat=seat, length=played.length, moves=played.moves, opening_length=opened,
                  start=start_hash)
+
+
+def _reported(move: Callable[[_Match], _Match], match: _Match, *, progress: MatchProgress,
+              device: jax.Array | int) -> _Match:
+    """`move`, then `progress` told the games still playing (all of them are in the batch, the tail's too)."""
+    match = move(match)
+    jax.debug.callback(progress.update, device, match.num_steps, jnp.sum(~match.states.terminated))
+    return match
+
+
+class MatchProgress:
+    """Shows how far running matches have got on a terminal: after each step of a match (`run_games(progress=...)`)
+    the games finished and the time spent, on one line of `stream` (default: stderr) rewritten at most every
+    `every` seconds. `start` each match and `done` after it; pass the same instance to every match, as it is a
+    static argument of the compiled match (a new one compiles the match anew).
+
+    The report is a host callback inside the compiled match, and JAX keeps no program with host callbacks in its
+    persistent compilation cache: a match shown this way compiles anew in each process (`azjax eval` shows it only
+    on a terminal). Thread-safe: with a mesh each device reports its own games."""
+
+    def __init__(self, stream: Any = None, *, every: float = 1.0) -> None:
+        self._stream = stream if stream is not None else sys.stderr
+        self._every = every
+        self._lock = threading.Lock()
+        self._label, self._num_games, self._devices = "", 0, 1
+        self._live: dict[int, int] = {}
+        self._started = self._shown = 0.0
+        self._steps = 0
+        self.lines = 0  # reports shown so far
+
+    def start(self, label: str, num_games: int, devices: int = 1) -> None:
+        """A new match of `num_games` over `devices` devices, shown as `label`."""
+        with self._lock:
+            self._label, self._num_games, self._devices = label, num_games, devices
+            self._live, self._steps = {}, 0
+            self._started = self._shown = time.perf_counter()
+
+    def update(self, device: Any, step: Any, live: Any) -> None:
+        """A device's step `step` left `live` of its games playing (the host callback)."""
+        with self._lock:
+            self._live[int(device)] = int(live)
+            self._steps = max(self._steps, int(step))
+            now = time.perf_counter()
+            if now - self._shown < self._every:
+                return
+            self._shown = now
+            per_device = self._num_games // max(self._devices, 1)
+            playing = sum(self._live.get(d, per_device) for d in range(self._devices))
+            minutes, seconds = divmod(int(now - self._started), 60)
+            self._stream.write(f"\r{self._label}: {self._num_games - playing} of {self._num_games} games finished, "
+                               f"step {self._steps}, {minutes}:{seconds:02d} elapsed\x1b[K")
+            self._stream.flush()
+            self.lines += 1
+
+    def done(self) -> None:
+        """Clears the line, if one was shown."""
+        with self._lock:
+            if self.lines:
+                self._stream.write("\r\x1b[K")
+                self._stream.flush()
 
 
 def _seats(num_games: int) -> jax.Array:
@@ -376,13 +453,14 @@ def _on_each_device(
     opening_agent: AgentFn,
     mesh: Mesh,
     compact: bool | None,
+    progress: MatchProgress | None = None,
 ) -> Games:
     """`run_games` on every device of `mesh` independently (`shard_map`), `games_per_device` games each."""
 
     def local(key: jax.Array) -> Games:
-        key = jax.random.fold_in(key, jax.lax.axis_index(DATA_AXIS))
-        return run_games(key, game, agent_a, agent_b, games_per_device, opening_moves=opening_moves,
-                         opening_agent=opening_agent, compact=compact)
+        device = jax.lax.axis_index(DATA_AXIS)
+        return _run_local(jax.random.fold_in(key, device), game, agent_a, agent_b, games_per_device, opening_moves,
+                          opening_agent, compact, progress, device)
 
     # check_vma=False: games and agents are written for one device and need not mark what varies across devices.
     return jax.shard_map(
@@ -392,7 +470,8 @@ def _on_each_device(
 
 @functools.partial(
     jax.jit,
-    static_argnames=("game", "agent_a", "agent_b", "num_games", "opening_moves", "opening_agent", "mesh", "compact"),
+    static_argnames=("game", "agent_a", "agent_b", "num_games", "opening_moves", "opening_agent", "mesh", "compact",
+                     "progress"),
 )
 def play_games(
     key: jax.Array,
@@ -405,11 +484,12 @@ def play_games(
     opening_agent: AgentFn = random_agent,
     mesh: Mesh | None = None,
     compact: bool | None = None,
+    progress: MatchProgress | None = None,
 ) -> Games:
     """`run_games`, jitted: compiled once per game, pair of agents (compared as Python objects: pass the same
     functions again to reuse the compilation) and settings; only `key` is traced."""
     return run_games(key, game, agent_a, agent_b, num_games, opening_moves=opening_moves,
-                     opening_agent=opening_agent, mesh=mesh, compact=compact)
+                     opening_agent=opening_agent, mesh=mesh, compact=compact, progress=progress)
 
 
 _compiled_matches: collections.OrderedDict = collections.OrderedDict()  # newest last, at most MAX_COMPILED_MATCHES
@@ -555,17 +635,25 @@ def play(
     opening_agent: AgentFn = random_agent,
     mesh: Mesh | None = None,
     on_games: Callable[[Games], None] | None = None,
+    progress: MatchProgress | None = None,
 ) -> MatchResult:
     """`bot_a` against `bot_b`: `num_games` games (even; half in each seat), compiled once per pair of bots;
     with a `mesh`, split over its devices (see `run_games`). `on_games` is called with the games played, before
-    they are counted (e.g. to record them: `game_records`).
+    they are counted (e.g. to record them: `game_records`); `progress` shows the match as it plays.
 
     Raises:
       SolveTimeout: Connect Four's perfect player gave up on a position (see `bots.perfect_bot`).
     """
     with solve_timeouts_raised():
-        games = play_games_within_memory(key, game, bot_a, bot_b, num_games, opening_moves=opening_moves,
-                                         opening_agent=opening_agent, mesh=mesh)
+        extra = {} if progress is None else {"progress": progress}  # the compilation without it is kept as it was
+        if progress is not None:
+            progress.start(f"{bot_a.name} against {bot_b.name}", num_games, 1 if mesh is None else mesh.size)
+        try:
+            games = play_games_within_memory(key, game, bot_a, bot_b, num_games, opening_moves=opening_moves,
+                                             opening_agent=opening_agent, mesh=mesh, **extra)
+        finally:
+            if progress is not None:
+                progress.done()
         if on_games is not None:
             on_games(games)
         return summarize(games, bot_a.name, bot_b.name)
@@ -647,11 +735,13 @@ def round_robin(
     on_match: Callable[[MatchResult], None] | None = None,
     mesh: Mesh | None = None,
     on_games: Callable[[str, str, Games], None] | None = None,
+    progress: MatchProgress | None = None,
 ) -> RoundRobin:
     """Every pair of `bots` plays `num_games` games; then a Bradley-Terry Elo fit, anchored at the first bot
     named "random" (else the first bot). `prior_draws` (one virtual draw per pairing by default) keeps an
     undefeated agent's rating finite; `on_match` is called after each pairing (for progress), `on_games` with
-    the names of each pairing's agents and its games (to record them: `game_records`)."""
+    the names of each pairing's agents and its games (to record them: `game_records`); `progress` shows each
+    match as it plays."""
     names = [bot.name for bot in bots]
     if len(set(names)) != len(names):
         raise ValueError(f"the bots' names must differ, got {names}")
@@ -660,7 +750,7 @@ def round_robin(
     pairs = [(i, j) for i in range(len(bots)) for j in range(i + 1, len(bots))]
     for pair_key, (i, j) in zip(pair_keys, pairs, strict=False):  # one key even for no pair
         match = play(pair_key, game, bots[i], bots[j], num_games, opening_moves=opening_moves,
-                     opening_agent=opening_agent, mesh=mesh,
+                     opening_agent=opening_agent, mesh=mesh, progress=progress,
                      on_games=None if on_games is None else functools.partial(on_games, names[i], names[j]))
         matches.append(match)
         if on_match is not None:

@@ -222,6 +222,9 @@ def _add_eval_and_play(commands) -> None:
                           "instead of its own (connect_four: pons, Pascal Pons's published benchmark sets, those "
                           "labelled so far)")
     evaluate.add_argument("--seed", type=int, default=0, help="the random seed (default: 0)")
+    evaluate.add_argument("--no-progress", action="store_true", help="on a terminal, no line that shows the games "
+                          "finished and the time spent while a match plays (with it, a match's compiled program is "
+                          "not kept in the compilation cache: JAX keeps none with host callbacks)")
     _add_compile_cache_option(evaluate)
     evaluate.add_argument("--json", type=Path, metavar="PATH", help="also write the results as JSON")
     evaluate.add_argument("--record", type=Path, metavar="PATH", help="also write every game (the moves as action "
@@ -425,6 +428,8 @@ def _eval_matches(args: argparse.Namespace) -> int:
         opening_agent=opening.act,
         on_match=lambda match: print(arena.format_match(match, width), flush=True),
         mesh=mesh,
+        progress=arena.MatchProgress() if sys.stderr.isatty() and parallel.is_primary() and not args.no_progress
+        else None,
         on_games=None if args.record is None else (
             lambda name_a, name_b, games: recorded.extend(arena.game_records(games, name_a, name_b))),
     )
@@ -574,7 +579,7 @@ def _config_from_args(args: argparse.Namespace):
     if from_preset and getattr(args, "init_from", None) is not None:  # a new run, fitted to its source
         from azjax import trainer
 
-        config, changes = trainer.warm_start_config(config, checkpointing.restore_model(args.init_from)[0],
+        config, changes = trainer.warm_start_config(config, checkpointing.restore_config(args.init_from),
                                                     keep=frozenset(overrides))
         if changes:
             origin += f"; for a start from {args.init_from}: {', '.join(changes)}"

@@ -178,6 +178,24 @@ def test_perfect_against_itself_draws_from_sound_openings(ttt, perfect):
     assert result.draws == 200
 
 
+def test_a_match_reports_its_progress_and_plays_the_same_games(ttt):
+    """`progress` is told after every step how many games still play; the games are the same as without it."""
+    import io
+
+    stream = io.StringIO()
+    progress = arena.MatchProgress(stream, every=0.0)
+    bot_a, bot_b = bots.uct_bot(ttt, 4), bots.onestep_bot(ttt)
+    shown = arena.play(jax.random.key(7), ttt, bot_a, bot_b, 16, opening_moves=2, progress=progress)
+    plain = arena.play(jax.random.key(7), ttt, bot_a, bot_b, 16, opening_moves=2)
+    assert shown.to_dict() == plain.to_dict()
+    reports = [report for report in stream.getvalue().split("\r") if "games finished" in report]
+    assert len(reports) == progress.lines >= 3  # a report a step; a game lasts 3 moves at least after 2
+    assert all(report.startswith(f"{bot_a.name} against {bot_b.name}: ") for report in reports)
+    finished = [int(report.split(": ")[1].split(" of ")[0]) for report in reports]
+    assert finished == sorted(finished) and finished[0] < 16 and finished[-1] == 16
+    assert stream.getvalue().endswith("\r\x1b[K")  # the line is cleared after the match
+
+
 def test_perfect_analysis(ttt, perfect):
     analysis = jax.jit(perfect.analyse)(jax.random.key(0), copies(ttt.from_ascii(TTT_BLOCK), 1))
     assert int(analysis.action[0]) == 5

@@ -44,6 +44,11 @@ _SCRIPT = textwrap.dedent(
     split = arena.play_games(key, game, bot_a.act, bot_b.act, 16, opening_moves=2, mesh=mesh)
     blocks = [arena.play_games(jax.random.fold_in(key, d), game, bot_a.act, bot_b.act, 8, opening_moves=2)
               for d in range(2)]
+    # The same match shown as it plays: each device reports its own games.
+    import io
+    stream, shown = io.StringIO(), []
+    arena.play(key, game, bot_a, bot_b, 16, opening_moves=2, mesh=mesh,
+               progress=arena.MatchProgress(stream, every=0.0), on_games=shown.append)
     evaluator = evaluation.make_evaluator(config, opponents=("random", "onestep"), num_games=8, mesh=mesh)
     eval_scores = evaluator(jax.random.key(4), two.run_state.train_state.variables)
     diff = max(float(np.max(np.abs(a - b))) for a, b in zip(
@@ -63,6 +68,8 @@ _SCRIPT = textwrap.dedent(
         "arena_blocks": [np.concatenate([np.asarray(getattr(b, f)) for b in blocks]).tolist()
                          for f in ("outcome", "seat", "length")],
         "eval_scores": eval_scores,
+        "shown_split": [np.asarray(x).tolist() for x in (shown[0].outcome, shown[0].seat, shown[0].length)],
+        "shown_reports": [r for r in stream.getvalue().split("\\r") if "games finished" in r],
     }))
     """
 )
@@ -110,6 +117,14 @@ def test_the_arena_plays_each_devices_share_of_the_games_on_its_own(two_device_r
     assert two_device_runs["arena_split"] == two_device_runs["arena_blocks"]
     _outcome, seat, _ = two_device_runs["arena_split"]
     assert seat == [0] * 4 + [1] * 4 + [0] * 4 + [1] * 4  # each device seats its own games half and half
+
+
+def test_a_match_split_over_devices_shows_all_its_games_as_they_finish(two_device_runs):
+    assert two_device_runs["shown_split"] == two_device_runs["arena_split"]  # showing it changes no game
+    finished = [int(report.split(": ")[1].split(" of ")[0]) for report in two_device_runs["shown_reports"]]
+    assert finished and finished == sorted(finished)
+    assert finished[-1] == 16  # both devices' games counted
+    assert all(report.endswith(" elapsed\x1b[K") for report in two_device_runs["shown_reports"])
 
 
 def test_the_evaluator_splits_its_games_over_the_run_devices(two_device_runs):

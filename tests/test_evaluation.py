@@ -403,6 +403,23 @@ def test_cli_eval_prints_the_table(capsys, tmp_path):
     assert perfect_vs_random["losses" if perfect_vs_random["name_a"] == "perfect" else "wins"] == 0
 
 
+def test_cli_eval_shows_a_match_as_it_plays_on_a_terminal_only(monkeypatch):
+    import io
+    import sys
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(arena, "MatchProgress", functools.partial(arena.MatchProgress, every=0.0))
+    for options, stream, shown in (([], Terminal(), True), (["--no-progress"], Terminal(), False),
+                                   ([], io.StringIO(), False)):  # a log: no line, and the match stays cacheable
+        monkeypatch.setattr(sys, "stderr", stream)
+        assert cli.main(["eval", "random", "onestep", "--games", "4", *options]) == 0
+        assert ("random against onestep: " in stream.getvalue()) == shown, (options, stream.getvalue())
+        assert ("4 of 4 games finished" in stream.getvalue()) == shown
+
+
 def test_cli_eval_judges_agents_on_solved_positions(capsys, tmp_path):
     path = tmp_path / "positions.json"
     assert cli.main(["eval", "random", "perfect", "--positions", "--json", str(path)]) == 0

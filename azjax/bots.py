@@ -32,7 +32,6 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import mctx
 from flax import struct
 
 from azjax import pretrained, tree_reuse
@@ -214,39 +213,116 @@ def rollout_values(key: jax.Array, game: Game, states: State) -> jax.Array:
     return jnp.take_along_axis(end.returns, states.current_player[:, None], axis=1)[:, 0]
 
 
-def _uct_recurrent_fn(
-    params: None, key: jax.Array, action: jax.Array, states: State, *, game: Game
-) -> tuple[mctx.RecurrentFnOutput, State]:
-    """Steps the game; the new node's value is one random rollout, for the player to move there."""
-    del params
-    mover = states.current_player
-    next_states = jax.vmap(game.step)(states, action)
-    terminal = next_states.terminated
-    # Values are for the player to move, so they flip sign when the turn passes (and not when it stays).
-    same_mover = next_states.current_player == mover
-    output = mctx.RecurrentFnOutput(
-        reward=_mover_reward(next_states, mover),
-        discount=jnp.where(terminal, 0.0, jnp.where(same_mover, 1.0, -1.0)),
-        prior_logits=jnp.zeros(next_states.legal_action_mask.shape, jnp.float32),
-        value=jnp.where(terminal, 0.0, rollout_values(key, game, next_states)),
-    )
-    return output, next_states
+class _UctTree(struct.PyTreeNode):
+    """B search trees of up to N nodes each (node 0 the root); a node is a position reached by a move."""
+
+    states: State  # [B, N]: each node's game state
+    children: jax.Array  # [B, N, A] int32: the node a move leads to, -1 before it is expanded
+    visits: jax.Array  # [B, N] float32
+    value_sum: jax.Array  # [B, N] float32: the values backed up through the node, for its player to move
+    reward: jax.Array  # [B, N] float32: what the move into the node paid the player who made it
+    discount: jax.Array  # [B, N] float32: -1 where the turn passed with that move, +1 where it did not, 0 at the end
 
 
-def _ucb1_action(
-    key: jax.Array, tree: mctx.Tree, node_index: jax.Array, depth: jax.Array | int, *, exploration: float
-) -> jax.Array:
-    """UCB1 at one node of an unbatched tree: every legal move once (in random order), then the largest
-    Q + c * sqrt(ln N / n). The legal moves come from the node's own game state (the tree's embedding)."""
-    del depth
-    legal = tree.embeddings.legal_action_mask[node_index]  # [A]
-    visits = tree.children_visits[node_index].astype(jnp.float32)  # [A]
-    q = tree.qvalues(node_index)  # [A], for the player to move at the node
-    parent_visits = jnp.maximum(jnp.sum(visits), 1.0)
+def _children_stats(tree: _UctTree, rows: jax.Array, node: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """The visits [B, A] of each move's node from `node` [B] and its value Q [B, A] for the player to move at
+    `node` (0 for a move not expanded)."""
+    child = tree.children[rows, node]  # [B, A]
+    index = jnp.maximum(child, 0)
+    expanded = child >= 0
+    visits = jnp.where(expanded, jnp.take_along_axis(tree.visits, index, axis=1), 0.0)
+    value = jnp.take_along_axis(tree.value_sum, index, axis=1) / jnp.maximum(visits, 1.0)
+    q = jnp.take_along_axis(tree.reward, index, axis=1) + jnp.take_along_axis(tree.discount, index, axis=1) * value
+    return visits, jnp.where(expanded, q, 0.0)
+
+
+def _ucb1_actions(key: jax.Array, tree: _UctTree, rows: jax.Array, node: jax.Array, exploration: float
+                  ) -> jax.Array:
+    """UCB1 at `node` [B] of each tree: every legal move once (in random order), then the largest
+    Q + c * sqrt(ln N / n), N the visits of the node's moves; ties broken at random. Legal moves come from the
+    node's own game state."""
+    visits, q = _children_stats(tree, rows, node)
+    legal = tree.states.legal_action_mask[rows, node]  # [B, A]
+    parent_visits = jnp.maximum(jnp.sum(visits, axis=-1, keepdims=True), 1.0)
     ucb = q + exploration * jnp.sqrt(jnp.log(parent_visits) / jnp.maximum(visits, 1.0))
     noise = jax.random.uniform(key, visits.shape)
     score = jnp.where(visits > 0, ucb + 1e-6 * noise, 1e6 + noise)
-    return jnp.argmax(jnp.where(legal, score, -jnp.inf)).astype(jnp.int32)
+    return jnp.argmax(jnp.where(legal, score, -jnp.inf), axis=-1).astype(jnp.int32)
+
+
+class _Descent(struct.PyTreeNode):
+    node: jax.Array  # [B] int32, where each descent stands
+    depth: jax.Array  # [B] int32, its depth (the root's is 0)
+    path: jax.Array  # [B, D] int32, the nodes from the root (entries beyond `depth` are stale)
+    action: jax.Array  # [B] int32, the move chosen at `node`
+    active: jax.Array  # [B] bool, still descending
+
+
+def _simulate(key: jax.Array, tree: _UctTree, index: jax.Array, *, game: Game, exploration: float) -> _UctTree:
+    """One simulation in each tree: descend by UCB1 to a move not yet expanded (or to a game's end), add its node
+    (`index`, the same in every tree) valued by one random rollout, and back the value up the path."""
+    select_key, rollout_key = jax.random.split(key)
+    num_trees, num_nodes = tree.visits.shape
+    rows = jnp.arange(num_trees)
+    depth_limit = game.max_length + 2  # a path from the root meets a game's end within max_length moves
+
+    def descending(descent: _Descent) -> jax.Array:
+        return jnp.any(descent.active)
+
+    def down(descent: _Descent) -> _Descent:
+        at_end = tree.states.terminated[rows, descent.node]
+        action = _ucb1_actions(jax.random.fold_in(select_key, jnp.max(descent.depth)), tree, rows, descent.node,
+                               exploration)
+        child = tree.children[rows, descent.node, action]
+        moving = descent.active & ~at_end & (child >= 0)
+        depth = descent.depth + moving
+        path = descent.path.at[rows, jnp.where(moving, depth, depth_limit)].set(child, mode="drop")
+        return _Descent(jnp.where(moving, child, descent.node), depth, path,
+                        jnp.where(descent.active, action, descent.action), moving)
+
+    start = _Descent(jnp.zeros(num_trees, jnp.int32), jnp.zeros(num_trees, jnp.int32),
+                     jnp.zeros((num_trees, depth_limit), jnp.int32), jnp.zeros(num_trees, jnp.int32),
+                     jnp.ones(num_trees, bool))
+    leaf = jax.lax.while_loop(descending, down, start)
+
+    # Expand: the move chosen at the last node, unless that node ended its game (it is revisited as it is).
+    parent_states = jax.tree.map(lambda x: x[rows, leaf.node], tree.states)
+    expand = ~parent_states.terminated
+    mover = parent_states.current_player
+    states = jax.vmap(game.step)(parent_states, leaf.action)
+    ended = states.terminated
+    value = jnp.where(ended | ~expand, 0.0, rollout_values(rollout_key, game, states))
+    new = jnp.where(expand, index, num_nodes)  # out of range where nothing is added: dropped
+    tree = tree.replace(
+        states=jax.tree.map(lambda whole, x: whole.at[rows, new].set(x, mode="drop"), tree.states, states),
+        children=tree.children.at[rows, jnp.where(expand, leaf.node, num_nodes), leaf.action].set(index, mode="drop"),
+        reward=tree.reward.at[rows, new].set(_mover_reward(states, mover), mode="drop"),
+        discount=tree.discount.at[rows, new].set(
+            jnp.where(ended, 0.0, jnp.where(states.current_player == mover, 1.0, -1.0)), mode="drop"),
+    )
+    length = leaf.depth + expand  # the leaf's depth: the new node, or the revisited end
+    path = leaf.path.at[rows, jnp.where(expand, length, depth_limit)].set(index, mode="drop")
+
+    # Back up: the value at depth k is reward + discount x the value at depth k + 1 (of the node below), from the
+    # leaf's value up; an associative scan composes those affine steps over the whole path at once.
+    below = jnp.concatenate([path[:, 1:], path[:, :1]], axis=1)  # the node one step further down the path
+    on_path = jnp.arange(depth_limit)[None, :] < length[:, None]  # [B, D]: the steps above the leaf
+    scale = jnp.where(on_path, jnp.take_along_axis(tree.discount, below, axis=1), 1.0)
+    shift = jnp.where(on_path, jnp.take_along_axis(tree.reward, below, axis=1), 0.0)
+
+    def compose(deeper: tuple[jax.Array, jax.Array], shallower: tuple[jax.Array, jax.Array]
+                ) -> tuple[jax.Array, jax.Array]:
+        (a_deep, b_deep), (a_up, b_up) = deeper, shallower
+        return a_up + b_up * a_deep, b_up * b_deep
+
+    offset, factor = jax.lax.associative_scan(compose, (shift, scale), reverse=True, axis=1)
+    backed = offset + factor * value[:, None]  # [B, D]: the value for the player to move at each depth
+    counted = jnp.arange(depth_limit)[None, :] <= length[:, None]
+    nodes = jnp.where(counted, path, num_nodes)
+    return tree.replace(
+        visits=tree.visits.at[rows[:, None], nodes].add(1.0, mode="drop"),
+        value_sum=tree.value_sum.at[rows[:, None], nodes].add(backed, mode="drop"),
+    )
 
 
 def uct_analysis(
@@ -255,42 +331,41 @@ def uct_analysis(
     """Plain UCT (Kocsis and Szepesvari 2006): UCB1 selection, one node added per simulation, valued by one
     uniformly random rollout; the move played is the most visited at the root (ties broken at random).
 
-    Written with mctx's generic `mctx.search` and our own UCB1 selection (mctx's policies are PUCT or Gumbel,
-    which need a prior); the rollout runs inside the recurrent function. Jittable and batched over B. (This is
-    the one use of mctx outside `azjax.search`, whose search is the network's.) A simulation costs more as the
-    tree grows: mctx's backup is a `while_loop` under `vmap`, and each of its steps selects between old and new
-    tree arrays of size B x num_simulations x A (jax-ml/jax#8192, google-deepmind/mctx#107). Measured on the
-    2-core CPU for Connect Four, B = 100: 14 us per simulation and game at 200 simulations, 49 us at 1600.
-    `policy` is the root's visit shares, `value` the mean of the root's rollouts, `action_values` the root's
-    Q-values (NaN for unvisited moves).
+    Written for batches of B trees held as [B, nodes, ...] arrays: a simulation descends with a `while_loop` that
+    carries only the B paths, writes the new node, and backs its value up the whole path in one associative scan
+    and one scatter, none of which copies the tree. mctx's generic search, which this function used before
+    (experiments/uct_reference.py keeps it; tests/test_bots.py checks that the two search alike), rewrites its
+    B x nodes x A arrays at every step of its vmapped backup, so that its simulations cost more as the tree grows
+    (`python experiments/bench_uct.py` times the two side by side). Jittable and batched over B. Memory: one game
+    state and A int32 child indices per node, B x (num_simulations + 1) nodes.
+
+    `policy` is the root's visit shares, `value` the mean of the root's backed-up values (its first rollout
+    included), `action_values` the root's Q-values (NaN for unvisited moves); all for the player to move.
     """
     root_key, search_key, tie_key = jax.random.split(key, 3)
+    num_trees, num_nodes = states.terminated.shape[0], num_simulations + 1
     legal = states.legal_action_mask
-    root = mctx.RootFnOutput(
-        prior_logits=jnp.zeros(legal.shape, jnp.float32),
-        value=jnp.where(states.terminated, 0.0, rollout_values(root_key, game, states)),
-        embedding=states,
+    root_value = jnp.where(states.terminated, 0.0, rollout_values(root_key, game, states))
+    tree = _UctTree(
+        states=jax.tree.map(lambda x: jnp.zeros((num_trees, num_nodes, *x.shape[1:]), x.dtype).at[:, 0].set(x),
+                            states),
+        children=jnp.full((num_trees, num_nodes, legal.shape[-1]), -1, jnp.int32),
+        visits=jnp.zeros((num_trees, num_nodes), jnp.float32).at[:, 0].set(1.0),
+        value_sum=jnp.zeros((num_trees, num_nodes), jnp.float32).at[:, 0].set(root_value),
+        reward=jnp.zeros((num_trees, num_nodes), jnp.float32),
+        discount=jnp.zeros((num_trees, num_nodes), jnp.float32),
     )
-    select = functools.partial(_ucb1_action, exploration=exploration)
-    tree = mctx.search(
-        params=None,
-        rng_key=search_key,
-        root=root,
-        recurrent_fn=functools.partial(_uct_recurrent_fn, game=game),
-        root_action_selection_fn=lambda k, t, i: select(k, t, i, 0),
-        interior_action_selection_fn=select,
-        num_simulations=num_simulations,
-        max_depth=game.max_length,
-        invalid_actions=~legal,
-    )
-    summary = tree.summary()
-    visits = summary.visit_counts  # [B, A]
+    simulate = functools.partial(_simulate, game=game, exploration=exploration)
+    tree = jax.lax.fori_loop(
+        1, num_nodes, lambda i, t: simulate(jax.random.fold_in(search_key, i), t, i), tree)
+    rows = jnp.arange(num_trees)
+    visits, q = _children_stats(tree, rows, jnp.zeros(num_trees, jnp.int32))
     most = legal & (visits == jnp.max(jnp.where(legal, visits, -1.0), axis=-1, keepdims=True))
     return Analysis(
         action=_sample(tie_key, most),
         policy=visits / jnp.maximum(visits.sum(-1, keepdims=True), 1.0),
-        value=summary.value,
-        action_values=jnp.where(legal & (visits > 0), summary.qvalues, jnp.nan),
+        value=tree.value_sum[:, 0] / tree.visits[:, 0],
+        action_values=jnp.where(legal & (visits > 0), q, jnp.nan),
     )
 
 

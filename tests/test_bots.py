@@ -148,6 +148,42 @@ def test_uct_takes_the_win_and_blocks(ttt, uct200):
     assert np.all(np.asarray(analysis.value[:8]) > 0.5)  # the root's mean value, for X, who wins
 
 
+def _c4_positions(c4, count: int, moves: int, seed: int):
+    """`count` Connect Four positions after `moves` uniformly random moves (none of them ending the game)."""
+    key = jax.random.key(seed)
+    states = jax.vmap(c4.init)(jax.random.split(key, count))
+    return arena.play_opening(jax.random.fold_in(key, 1), c4, states, jnp.full(count, moves), moves)
+
+
+def test_uct_counts_every_simulation_once_and_stays_legal(c4):
+    states = _c4_positions(c4, 16, 6, seed=0)
+    analysis = jax.jit(bots.uct_bot(c4, 64).analyse)(jax.random.key(0), states)
+    policy, legal = np.asarray(analysis.policy), np.asarray(states.legal_action_mask)
+    np.testing.assert_allclose(policy.sum(-1), 1.0, atol=1e-6)
+    assert np.all(policy[~legal] == 0.0) and np.all(legal[np.arange(16), np.asarray(analysis.action)])
+    values = np.asarray(analysis.action_values)
+    assert np.all(np.isnan(values[~legal])) and np.all(np.abs(values[legal]) <= 1.0)
+    assert np.all(np.abs(np.asarray(analysis.value)) <= 1.0)
+
+
+def test_uct_searches_as_the_mctx_version_does(c4):
+    """The tree search of `uct_analysis` against the mctx-based one it replaced (experiments/uct_reference.py): the
+    same rules with other random numbers, so over many copies of each position the mean visit shares and root
+    values agree within sampling noise."""
+    from uct_reference import mctx_uct_analysis
+
+    states = _c4_positions(c4, 8, 8, seed=1)
+    many = jax.tree.map(lambda x: jnp.repeat(x, 48, axis=0), states)  # 48 copies of each of 8 positions
+    ours = jax.jit(functools.partial(bots.uct_analysis, game=c4, num_simulations=200))(jax.random.key(1), many)
+    theirs = jax.jit(functools.partial(mctx_uct_analysis, game=c4, num_simulations=200))(jax.random.key(2), many)
+    mean = lambda x: np.asarray(x).reshape(8, 48, *np.shape(x)[1:]).mean(axis=1)  # noqa: E731
+    np.testing.assert_allclose(mean(ours.policy), mean(theirs.policy), atol=0.06)
+    np.testing.assert_allclose(mean(ours.value), mean(theirs.value), atol=0.08)
+    # And the moves each plays are chosen alike: the same favourite in most positions.
+    favourite = lambda a: mean(jax.nn.one_hot(a.action, 7)).argmax(-1)  # noqa: E731
+    assert np.sum(favourite(ours) == favourite(theirs)) >= 6
+
+
 def test_uct_more_simulations_win(ttt, uct200):
     """UCT with 200 simulations against UCT with 10, half the games in each seat."""
     result = arena.play(jax.random.key(4), ttt, uct200, bots.uct_bot(ttt, 10), 120)

@@ -1,0 +1,21 @@
+"""Smoke test of experiments/bench_uct.py: its quick mode times both UCT searches on tic-tac-toe and writes what it
+prints (timings never asserted)."""
+
+from __future__ import annotations
+
+import json
+
+
+def test_quick_mode_times_both_searches(load_experiment, tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    with load_experiment("bench_uct") as bench_uct:
+        results = bench_uct.main(["--quick", "--json", str(out)])
+    printed = capsys.readouterr().out
+
+    assert json.loads(out.read_text()) == json.loads(json.dumps(results))
+    assert [(row["game"], row["simulations"]) for row in results["rows"]] == [("tic_tac_toe", 16), ("tic_tac_toe", 64)]
+    for row in results["rows"]:
+        for search in ("azjax", "mctx"):
+            assert row[search]["ms"] > 0 and row[search]["us_per_simulation"] > 0
+        assert row["speed_up"] == row["mctx"]["ms"] / row["azjax"]["ms"]
+    assert "speed-up" in printed and printed.count("tic_tac_toe") == 2

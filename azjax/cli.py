@@ -23,6 +23,7 @@ import json
 import math
 import os
 import sys
+import time
 from pathlib import Path
 
 COMPILE_CACHE_ENV = "AZJAX_COMPILE_CACHE"  # a directory for jax's compilation cache, or "off"
@@ -223,8 +224,9 @@ def _add_eval_and_play(commands) -> None:
                           "labelled so far)")
     evaluate.add_argument("--seed", type=int, default=0, help="the random seed (default: 0)")
     evaluate.add_argument("--no-progress", action="store_true", help="on a terminal, no line that shows the games "
-                          "finished and the time spent while a match plays (with it, a match's compiled program is "
-                          "not kept in the compilation cache: JAX keeps none with host callbacks)")
+                          "finished (the positions judged, with --positions) and the time spent (with it, a match's "
+                          "compiled program is not kept in the compilation cache: JAX keeps none with host "
+                          "callbacks)")
     _add_compile_cache_option(evaluate)
     evaluate.add_argument("--json", type=Path, metavar="PATH", help="also write the results as JSON")
     evaluate.add_argument("--record", type=Path, metavar="PATH", help="also write every game (the moves as action "
@@ -491,9 +493,19 @@ def _judge_on_positions(args: argparse.Namespace) -> int:
     print(f"{game.name}: {len(args.agents)} agent(s) judged on {labelled.num_positions} solved positions{which}.",
           flush=True)
     results = {}
+    shown = sys.stderr.isatty() and parallel.is_primary() and not args.no_progress
     for spec in args.agents:
         bot = bots.make_bot(spec, game, num_simulations=args.simulations, policy=args.search_policy)
-        report = evaluation.judge_bot(jax.random.key(args.seed), bot, labelled)
+        started = time.perf_counter()
+
+        def judged(done: int, total: int, name: str = bot.name, started: float = started) -> None:
+            minutes, seconds = divmod(int(time.perf_counter() - started), 60)
+            end = "\r\x1b[K" if done == total else ""
+            sys.stderr.write(f"\r{name}: {done} of {total} positions judged, {minutes}:{seconds:02d} elapsed\x1b[K"
+                             + end)
+            sys.stderr.flush()
+
+        report = evaluation.judge_bot(jax.random.key(args.seed), bot, labelled, on_batch=judged if shown else None)
         print(f"\n{bot.name}:\n{report.format()}", flush=True)
         results[bot.name] = report.to_dict()
     if args.json is not None and parallel.is_primary():

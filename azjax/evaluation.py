@@ -141,14 +141,15 @@ def default_opponents(game: Game | str) -> tuple[str, ...]:
 
 
 def judge_bot(
-    key: jax.Array, bot: bots_lib.Bot, labelled: positions_lib.LabelledPositions, *, batch_size: int = 1024
+    key: jax.Array, bot: bots_lib.Bot, labelled: positions_lib.LabelledPositions, *, batch_size: int = 1024,
+    on_batch: Callable[[int, int], None] | None = None,
 ) -> positions_lib.Report:
     """Judges any agent on labelled positions (`azjax.solver.positions`): the share of positions where its move
     keeps the game-theoretic outcome, per stratum, and, where it gives values (for the player to move), the share
     where the value's sign names the outcome, over the positions where the value is finite (NaN: no estimate, as
     onestep's in a quiet position; the `Rate`'s total says how many were judged). `greedy_bot(agent)` judges a
     network's top move and value, `alphazero_bot(agent)` its search. Runs in batches of `batch_size` (the last
-    one padded), compiled once."""
+    one padded), compiled once; `on_batch(judged, total)` is called after each (for progress)."""
     analyse = jax.jit(bot.analyse)
     size = labelled.num_positions
     actions, values = [], []
@@ -159,6 +160,8 @@ def judge_bot(
         keep = min(batch_size, size - start)
         actions.append(np.asarray(analysis.action)[:keep])
         values.append(np.asarray(analysis.value)[:keep])
+        if on_batch is not None:
+            on_batch(start + keep, size)
     value = np.concatenate(values)
     return positions_lib.judge(labelled, np.concatenate(actions), None if np.isnan(value).all() else value)
 

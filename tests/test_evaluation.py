@@ -420,6 +420,29 @@ def test_cli_eval_shows_a_match_as_it_plays_on_a_terminal_only(monkeypatch):
         assert ("4 of 4 games finished" in stream.getvalue()) == shown
 
 
+def test_judging_reports_each_batch_and_the_cli_shows_it_on_a_terminal(monkeypatch):
+    import io
+    import sys
+
+    from azjax import bots
+    from azjax.solver import positions
+
+    labelled = positions.load("tic_tac_toe")
+    seen: list[tuple[int, int]] = []
+    evaluation.judge_bot(jax.random.key(0), bots.random_bot(), labelled, on_batch=lambda *done: seen.append(done))
+    assert seen == [(1024, 4520), (2048, 4520), (3072, 4520), (4096, 4520), (4520, 4520)]
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    for options, stream, shown in (([], Terminal(), True), (["--no-progress"], Terminal(), False),
+                                   ([], io.StringIO(), False)):
+        monkeypatch.setattr(sys, "stderr", stream)
+        assert cli.main(["eval", "random", "--positions", *options]) == 0
+        assert ("random: 4520 of 4520 positions judged" in stream.getvalue()) == shown, stream.getvalue()
+
+
 def test_cli_eval_judges_agents_on_solved_positions(capsys, tmp_path):
     path = tmp_path / "positions.json"
     assert cli.main(["eval", "random", "perfect", "--positions", "--json", str(path)]) == 0

@@ -118,6 +118,16 @@ def test_random_agent_plays_legal_moves(ttt):
     np.testing.assert_allclose(np.asarray(analysis.policy).sum(-1), 1.0)
 
 
+def test_rollouts_sample_legal_moves_uniformly():
+    """The rollouts' sampler: only True entries, each about equally often, 0 for a row without any."""
+    mask = jnp.array([[False, True, False, True, True, False, False, True]] * 4000 + [[False] * 8])
+    actions = np.asarray(jax.jit(bots._sample_by_rank)(jax.random.key(0), mask))
+    assert actions[-1] == 0
+    counts = np.bincount(actions[:-1], minlength=8)
+    assert set(np.flatnonzero(counts)) == {1, 3, 4, 7}
+    np.testing.assert_allclose(counts[[1, 3, 4, 7]] / 4000, 0.25, atol=0.03)  # 4 sigma is 0.027
+
+
 def test_rollout_values_from_the_movers_side(ttt):
     rollout = jax.jit(functools.partial(bots.rollout_values, game=ttt))
     # X to move, one cell left, and it completes X's row: every rollout is a win for X.

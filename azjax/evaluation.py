@@ -123,9 +123,10 @@ def head_to_head(
 
 # UCT's random rollouts run to the end of the game at every simulation, so mcts:100 costs more a move the longer
 # the game (2-core CPU, 32 games at once, from the start: Brandub 19 s, Gomoku 15x15 2.9 s, Othello 8x8 1.4 s,
-# Gomoku 9x9 0.77 s, Othello 6x6 0.56 s, Connect Four 0.06 s): in games that may last this many moves or more
-# (Brandub 200, Gomoku 15x15 225, Othello 8x8 120 with its passes) an evaluation of 64 games against it would take
-# from minutes to an hour, so it plays no part in their evaluation during training.
+# Gomoku 9x9 0.77 s, Othello 6x6 0.56 s, Connect Four 0.06 s; measured before rollouts sampled their moves by rank,
+# which made Brandub's 3x cheaper: experiments/results/bench_uct_cpu.txt): in games that may last this many moves
+# or more (Brandub 200, Gomoku 15x15 225, Othello 8x8 120 with its passes) an evaluation of 64 games against it would
+# take from minutes to an hour, so it plays no part in their evaluation during training.
 UCT_MAX_LENGTH = 100
 
 

@@ -207,15 +207,18 @@ class _Rollout(struct.PyTreeNode):
     num_steps: jax.Array  # [] int32
 
 
-def rollout_values(key: jax.Array, game: Game, states: State) -> jax.Array:
+def rollout_values(key: jax.Array, game: Game, states: State, *,
+                   sample: Callable[[jax.Array, jax.Array], jax.Array] | None = None) -> jax.Array:
     """Plays uniformly random moves from each state to the end: float32 [B], the outcome for the player to move
-    in each starting state (0 for a terminal one). A `lax.while_loop` that stops when every game has ended."""
+    in each starting state (0 for a terminal one). A `lax.while_loop` that stops when every game has ended.
+    `sample(key, legal [B, A]) -> moves [B]` draws the moves (default `_sample_by_rank`)."""
+    sample = sample or _sample_by_rank
 
     def unfinished(rollout: _Rollout) -> jax.Array:
         return jnp.any(~rollout.states.terminated) & (rollout.num_steps < game.max_length)
 
     def play(rollout: _Rollout) -> _Rollout:
-        actions = _sample_by_rank(jax.random.fold_in(key, rollout.num_steps), rollout.states.legal_action_mask)
+        actions = sample(jax.random.fold_in(key, rollout.num_steps), rollout.states.legal_action_mask)
         states = jax.vmap(game.step)(rollout.states, actions)  # terminal states are absorbing and pay nothing
         return _Rollout(states, rollout.returns + states.rewards, rollout.num_steps + 1)
 

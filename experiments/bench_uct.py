@@ -11,6 +11,7 @@ Times are the median of --repeats calls after a warm-up; run it on a quiet machi
 
     python experiments/bench_uct.py                                   # Connect Four and Othello 6x6, 200-1600
     python experiments/bench_uct.py --games gomoku9 --simulations 400 --repeats 1
+    python experiments/bench_uct.py --games brandub --simulations 100 --rollouts
     python experiments/bench_uct.py --quick                           # tic-tac-toe, 16 and 64: seconds
 """
 
@@ -40,6 +41,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--batch", type=int, default=100, help="positions per search (default: 100)")
     parser.add_argument("--opening-moves", type=int, default=6)
     parser.add_argument("--repeats", type=int, default=3, help="timed calls of each search (default: 3)")
+    parser.add_argument("--rollouts", action="store_true", help="also time one random rollout of the positions "
+                        "with the rollouts' sampler (one random number a state) and with jax.random.categorical "
+                        "(one an action), as they sampled before")
     parser.add_argument("--quick", action="store_true", help="tic-tac-toe, 16 and 64 simulations, 8 positions")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
@@ -54,6 +58,20 @@ def positions(game: games.Game, batch: int, opening_moves: int):
     states = jax.vmap(game.init)(jax.random.split(key, batch))
     return arena.play_opening(jax.random.fold_in(key, 1), game, states, jnp.full(batch, opening_moves),
                               opening_moves)
+
+
+def rollout_times(game: games.Game, states, repeats: int) -> dict[str, float]:
+    """Milliseconds per random rollout of `states` to their games' ends (10 rollouts in one jitted loop, the median
+    of `repeats` calls), with the rollouts' sampler and with the categorical one (`bots._sample`)."""
+    times = {}
+    for label, sampler in (("by_rank", bots._sample_by_rank), ("categorical", bots._sample)):
+        def ten(key, states, sampler=sampler):
+            roll = functools.partial(bots.rollout_values, game=game, sample=sampler)
+            return jax.lax.fori_loop(0, 10, lambda i, total: total + roll(jax.random.fold_in(key, i), states=states)
+                                     .sum(), 0.0)
+        _, calls = timed(ten, (jax.random.key(2), states), repeats)
+        times[label] = 1000 * median(calls) / 10
+    return times
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
@@ -81,6 +99,14 @@ def main(argv: Sequence[str] | None = None) -> dict:
                   f"  {row['mctx']['ms']:>9.0f} {row['mctx']['us_per_simulation']:>7.1f}  {row['speed_up']:>7.1f}x",
                   flush=True)
     results = {"machine": info, "batch": args.batch, "opening_moves": args.opening_moves, "rows": rows}
+    if args.rollouts:
+        results["rollouts_ms"] = {}
+        for name in args.games:
+            game = games.make(name)
+            times = rollout_times(game, positions(game, args.batch, args.opening_moves), args.repeats)
+            results["rollouts_ms"][name] = times
+            print(f"{name}: one rollout of the {args.batch} positions {times['by_rank']:.1f} ms sampling by rank, "
+                  f"{times['categorical']:.1f} ms with jax.random.categorical", flush=True)
     write_json(args.json, results)
     return results
 

@@ -12,6 +12,7 @@ Times are the median of --repeats calls after a warm-up; run it on a quiet machi
     python experiments/bench_uct.py                                   # Connect Four and Othello 6x6, 200-1600
     python experiments/bench_uct.py --games gomoku9 --simulations 400 --repeats 1
     python experiments/bench_uct.py --games brandub --simulations 100 --rollouts
+    python experiments/bench_uct.py --simulations 200 --match 200         # the two searches against each other
     python experiments/bench_uct.py --quick                           # tic-tac-toe, 16 and 64: seconds
 """
 
@@ -25,7 +26,7 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 
-from azjax import arena, bots, games
+from azjax import arena, bots, games, parallel
 
 from benchmark import machine_info, median, timed, write_json
 from uct_reference import mctx_uct_analysis
@@ -44,6 +45,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--rollouts", action="store_true", help="also time one random rollout of the positions "
                         "with the rollouts' sampler (one random number a state) and with jax.random.categorical "
                         "(one an action), as they sampled before")
+    parser.add_argument("--match", type=int, metavar="GAMES", help="also play the two searches against each other, "
+                        "GAMES games (even) per game at the first --simulations, after 4 random moves: the same "
+                        "algorithm scores about 0.5")
     parser.add_argument("--quick", action="store_true", help="tic-tac-toe, 16 and 64 simulations, 8 positions")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
@@ -76,6 +80,8 @@ def rollout_times(game: games.Game, states, repeats: int) -> dict[str, float]:
 
 def main(argv: Sequence[str] | None = None) -> dict:
     args = parse_args(argv)
+    if args.match:  # before jax starts: the match splits its games over the cores, as azjax eval does
+        parallel.expose_cpu_cores()
     info = machine_info()
     print(f"# UCT benchmark, {info['date']}; {info['cpu']}, jax {info['jax']} {info['backend']}, commit "
           f"{info['azjax_commit']}")
@@ -99,6 +105,17 @@ def main(argv: Sequence[str] | None = None) -> dict:
                   f"  {row['mctx']['ms']:>9.0f} {row['mctx']['us_per_simulation']:>7.1f}  {row['speed_up']:>7.1f}x",
                   flush=True)
     results = {"machine": info, "batch": args.batch, "opening_moves": args.opening_moves, "rows": rows}
+    if args.match:
+        results["matches"] = {}
+        for name in args.games:
+            game, simulations = games.make(name), args.simulations[0]
+            ours = bots.uct_bot(game, simulations)
+            theirs = bots.Bot(f"mctx-mcts:{simulations}", functools.partial(
+                mctx_uct_analysis, game=game, num_simulations=simulations))
+            match = arena.play(jax.random.key(0), game, ours, theirs, args.match, opening_moves=4,
+                               mesh=parallel.mesh_for(args.match // 2))
+            results["matches"][name] = match.to_dict()
+            print(f"{name}: {arena.format_match(match)}", flush=True)
     if args.rollouts:
         results["rollouts_ms"] = {}
         for name in args.games:

@@ -9,7 +9,7 @@ import json
 def test_quick_mode_times_both_searches(load_experiment, tmp_path, capsys):
     out = tmp_path / "bench.json"
     with load_experiment("bench_uct") as bench_uct:
-        results = bench_uct.main(["--quick", "--rollouts", "--json", str(out)])
+        results = bench_uct.main(["--quick", "--rollouts", "--match", "8", "--json", str(out)])
     printed = capsys.readouterr().out
 
     assert json.loads(out.read_text()) == json.loads(json.dumps(results))
@@ -18,6 +18,8 @@ def test_quick_mode_times_both_searches(load_experiment, tmp_path, capsys):
         for search in ("azjax", "mctx"):
             assert row[search]["ms"] > 0 and row[search]["us_per_simulation"] > 0
         assert row["speed_up"] == row["mctx"]["ms"] / row["azjax"]["ms"]
+    match = results["matches"]["tic_tac_toe"]
+    assert match["name_a"] == "mcts:16" and match["name_b"] == "mctx-mcts:16" and match["games"] == 8
     assert set(results["rollouts_ms"]["tic_tac_toe"]) == {"by_rank", "categorical"}
     assert all(ms > 0 for ms in results["rollouts_ms"]["tic_tac_toe"].values())
     assert "speed-up" in printed and "tic_tac_toe: one rollout of the 8 positions" in printed

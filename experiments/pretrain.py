@@ -50,7 +50,8 @@ GAMES = {
                          set=("network.num_blocks=3", "network.num_channels=48", "observation_version=1")),
     # Budgets in iterations (5-10 minutes each of an idle 2-core CPU), which a busy machine only slows down.
     "gomoku9": dict(iterations=60, opening_moves=2, opponents=("mcts:400", "mcts:1600"), simulations=64),
-    "othello6": dict(iterations=200, opening_moves=4, opponents=("mcts:400", "mcts:1600"), simulations=64),
+    # Othello 6x6 plays with 256 simulations: against UCT-1600 0.743 with 64, 0.833 with 256, 0.830 with 512.
+    "othello6": dict(iterations=200, opening_moves=4, opponents=("mcts:400", "mcts:1600"), simulations=256),
     "brandub": dict(iterations=120, opening_moves=2, opponents=("random", "onestep", "mcts:400", "mcts:1600"),
                     simulations=64),
 }

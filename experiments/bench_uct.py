@@ -51,6 +51,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="tic-tac-toe, 16 and 64 simulations, 8 positions")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
+    if args.match is not None and (args.match < 2 or args.match % 2):
+        parser.error(f"--match must be even and at least 2 (half the games in each seat), got {args.match}")
     if args.quick:
         args.games, args.simulations, args.batch, args.repeats, args.opening_moves = (
             ["tic_tac_toe"], [16, 64], 8, 1, 2)

@@ -349,18 +349,28 @@ class MatchProgress:
             self._shown = now
             per_device = self._num_games // max(self._devices, 1)
             playing = sum(self._live.get(d, per_device) for d in range(self._devices))
-            minutes, seconds = divmod(int(now - self._started), 60)
-            self._stream.write(f"\r{self._label}: {self._num_games - playing} of {self._num_games} games finished, "
-                               f"step {self._steps}, {minutes}:{seconds:02d} elapsed\x1b[K")
-            self._stream.flush()
+            show_progress(self._stream, f"{self._label}: {self._num_games - playing} of {self._num_games} games "
+                          f"finished, step {self._steps}", self._started)
             self.lines += 1
 
     def done(self) -> None:
         """Clears the line, if one was shown."""
         with self._lock:
             if self.lines:
-                self._stream.write("\r\x1b[K")
-                self._stream.flush()
+                clear_progress(self._stream)
+
+
+def show_progress(stream: Any, text: str, started: float) -> None:
+    """Rewrites the current line of a terminal `stream` with `text` and the time since `started` (perf_counter)."""
+    minutes, seconds = divmod(int(time.perf_counter() - started), 60)
+    stream.write(f"\r{text}, {minutes}:{seconds:02d} elapsed\x1b[K")
+    stream.flush()
+
+
+def clear_progress(stream: Any) -> None:
+    """Clears the line `show_progress` wrote."""
+    stream.write("\r\x1b[K")
+    stream.flush()
 
 
 def _seats(num_games: int) -> jax.Array:

@@ -478,7 +478,7 @@ def _check_connect_four_perfect(game, specs: list[str], opening_moves: int) -> N
 def _judge_on_positions(args: argparse.Namespace) -> int:
     import jax
 
-    from azjax import bots, evaluation, parallel
+    from azjax import arena, bots, evaluation, parallel
     from azjax.solver import positions
 
     game = _game_for(args.agents, args.game)
@@ -499,11 +499,9 @@ def _judge_on_positions(args: argparse.Namespace) -> int:
         started = time.perf_counter()
 
         def judged(done: int, total: int, name: str = bot.name, started: float = started) -> None:
-            minutes, seconds = divmod(int(time.perf_counter() - started), 60)
-            end = "\r\x1b[K" if done == total else ""
-            sys.stderr.write(f"\r{name}: {done} of {total} positions judged, {minutes}:{seconds:02d} elapsed\x1b[K"
-                             + end)
-            sys.stderr.flush()
+            arena.show_progress(sys.stderr, f"{name}: {done} of {total} positions judged", started)
+            if done == total:
+                arena.clear_progress(sys.stderr)
 
         report = evaluation.judge_bot(jax.random.key(args.seed), bot, labelled, on_batch=judged if shown else None)
         print(f"\n{bot.name}:\n{report.format()}", flush=True)

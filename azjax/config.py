@@ -119,6 +119,12 @@ class TrainConfig:
     policy_surprise_weight: float = 0.0  # share of draws from replay weighted by policy surprise (KataGo: 0.5)
     weight_decay: float = 1e-4  # adam, sgd: L2 penalty weight in the loss; adamw: kernels shrink by lr x this per step
     replay_capacity: int = 32768  # positions in the on-device ring buffer, also those whose game is still going on
+    # Reanalyse (MuZero's): each iteration, before its SGD steps, this many ready replay positions (drawn uniformly,
+    # without repeats) are searched again with the iteration's network and take the new search's policy target and,
+    # with value_target_mix m > 0, (1 - m) x their game's outcome + m x its value of its move. The buffer then also
+    # keeps each position's game state and outcome (training.reanalyse).
+    reanalyse_positions: int = 0  # > 0: positions re-searched per iteration
+    reanalyse_simulations: int | None = None  # simulations of those searches (None: search.num_simulations)
     augment: bool = True  # apply a random board symmetry to each sampled position
 
 
@@ -266,6 +272,15 @@ class Config:
             )
         if not self.train.weight_decay >= 0:
             raise ConfigError(f"train.weight_decay must be >= 0, got {self.train.weight_decay}")
+        if self.train.reanalyse_positions < 0:
+            raise ConfigError(
+                f"train.reanalyse_positions must be >= 0 (0: no Reanalyse), got {self.train.reanalyse_positions}")
+        if self.train.reanalyse_positions > self.train.replay_capacity:
+            raise ConfigError(
+                f"train.reanalyse_positions ({self.train.reanalyse_positions}) must be at most train.replay_capacity "
+                f"({self.train.replay_capacity}): each iteration re-searches that many distinct replay positions")
+        if self.train.reanalyse_simulations is not None:
+            _positive(self.train, "reanalyse_simulations", "train.")
         if self.train.replay_capacity < self.train.batch_size:
             raise ConfigError(
                 f"train.replay_capacity ({self.train.replay_capacity}) must be at least train.batch_size "

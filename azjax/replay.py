@@ -8,6 +8,10 @@ Self-play (`selfplay.store_positions`) stores a position either once its game ha
 value target. Only ready positions are sampled. Sampling applies a random board symmetry of the game
 to each position (observation and policy target together), so the network sees every orientation of what
 self-play produced.
+
+For Reanalyse (`TrainConfig.reanalyse_positions`), the buffer also keeps each position's game state and its game's
+outcome: `draw_ready` picks positions to search again and `refresh` writes the new search's targets back
+(`training.reanalyse`).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from azjax.games import Game
+from azjax.games import Game, State
 
 
 class Batch(struct.PyTreeNode):
@@ -46,6 +50,12 @@ class ReplayBuffer(struct.PyTreeNode):
     # [] int32, rows written so far, capped at capacity: the positions held, ready or not. The library never reads it
     # (sampling and the "replay_size" metric use `num_ready`; tests do); it stays as part of the checkpoint format.
     size: jax.Array
+    # With Reanalyse (init_replay(..., state_like=...)): [capacity] game states, each position's, to search it again;
+    # else None.
+    states: State | None = None
+    # With Reanalyse: [capacity] float32, the outcome of each ready position's game for its player to move (+1 win,
+    # 0 draw, -1 loss), unblended, so that a new search value can be mixed in again; else None.
+    outcome: jax.Array | None = None
 
     @property
     def capacity(self) -> int:
@@ -57,10 +67,12 @@ class ReplayBuffer(struct.PyTreeNode):
         return jnp.sum(self.ready, dtype=jnp.int32)
 
 
-def init_replay(game: Game, capacity: int, *, reply_targets: bool = False, surprise: bool = False) -> ReplayBuffer:
+def init_replay(game: Game, capacity: int, *, reply_targets: bool = False, surprise: bool = False,
+                state_like: State | None = None) -> ReplayBuffer:
     """An empty buffer for `game`'s observations and actions; with `reply_targets`, room for each position's
     opponent-reply policy target too (`Batch.reply_target`: another [capacity, A] floats), with `surprise` for
-    its policy surprise (`Batch.surprise`: [capacity] floats)."""
+    its policy surprise (`Batch.surprise`: [capacity] floats), and with `state_like` (one unbatched game state) for
+    each position's game state and outcome, which Reanalyse needs (`ReplayBuffer.states`, `.outcome`)."""
     data = Batch(
         observation=jnp.zeros((capacity, *game.observation_shape), jnp.float32),
         policy_target=jnp.zeros((capacity, game.num_actions), jnp.float32),
@@ -68,18 +80,24 @@ def init_replay(game: Game, capacity: int, *, reply_targets: bool = False, surpr
         reply_target=jnp.zeros((capacity, game.num_actions), jnp.float32) if reply_targets else None,
         surprise=jnp.zeros((capacity,), jnp.float32) if surprise else None,
     )
+    states = outcome = None
+    if state_like is not None:
+        states = jax.tree.map(lambda x: jnp.broadcast_to(x, (capacity, *x.shape)), state_like)
+        outcome = jnp.zeros((capacity,), jnp.float32)
     return ReplayBuffer(data=data, player=jnp.zeros(capacity, jnp.int32), ready=jnp.zeros(capacity, bool),
-                        next_index=jnp.int32(0), size=jnp.int32(0))
+                        next_index=jnp.int32(0), size=jnp.int32(0), states=states, outcome=outcome)
 
 
 def add(
     buffer: ReplayBuffer, items: Batch, valid: jax.Array, *, player: jax.Array | None = None,
-    ready: jax.Array | None = None,
+    ready: jax.Array | None = None, states: State | None = None, outcome: jax.Array | None = None,
 ) -> ReplayBuffer:
     """Appends the `valid` rows of `items` ([M, ...], valid bool [M]) in order, overwriting the oldest.
 
     `player` (int32 [M], default 0) is each row's player to move; `ready` (bool [M], default all) says which rows
-    already hold their value target; the others wait for `settle`.
+    already hold their value target; the others wait for `settle`. A buffer that keeps game states (Reanalyse)
+    needs each row's `states` ([M] game states) and `outcome` (float32 [M], its game's outcome for the player to
+    move, unblended; any value for the rows not ready, which `settle` writes).
 
     Invalid rows are skipped without a host round-trip: valid rows get consecutive ring positions, invalid rows
     an out-of-range index that the scatter drops. If more than `capacity` rows are valid, the last ones win.
@@ -92,9 +110,12 @@ def add(
     index = jnp.where(keep, (buffer.next_index + rank) % capacity, capacity)
     player = jnp.zeros(valid.shape, jnp.int32) if player is None else player.astype(jnp.int32)
     ready = jnp.ones(valid.shape, bool) if ready is None else ready
-    data, player, ready = jax.tree.map(
+    if (buffer.states is None) != (states is None) or (buffer.outcome is None) != (outcome is None):
+        raise ValueError("a buffer made with state_like takes each row's states and outcome, and only such a buffer")
+    data, player, ready, states, outcome = jax.tree.map(
         lambda old, new: old.at[index].set(new, mode="drop"),
-        (buffer.data, buffer.player, buffer.ready), (items, player, ready),
+        (buffer.data, buffer.player, buffer.ready, buffer.states, buffer.outcome),
+        (items, player, ready, states, outcome),
     )
     return ReplayBuffer(
         data=data,
@@ -102,6 +123,8 @@ def add(
         ready=ready,
         next_index=(buffer.next_index + num_valid) % capacity,
         size=jnp.minimum(buffer.size + num_valid, capacity),
+        states=states,
+        outcome=outcome,
     )
 
 
@@ -115,15 +138,52 @@ def settle(buffer: ReplayBuffer, index: jax.Array, outcome: jax.Array, valid: ja
     search's value of the move played there, for the same player: `selfplay.store_positions` puts it there), or
     with `search_share` (float32 [M], for each position's player to move) mix x that instead: the search values'
     lambda-returns with `TrainConfig.value_target_lambda`."""
-    target = jnp.take_along_axis(outcome, buffer.player[index][:, None], axis=1)[:, 0]
+    outcome_target = jnp.take_along_axis(outcome, buffer.player[index][:, None], axis=1)[:, 0]
+    target = outcome_target
     if mix:
         share = buffer.data.value_target[index] if search_share is None else search_share
         target = (1.0 - mix) * target + mix * share
     index = jnp.where(valid, index, buffer.capacity)  # out of range: dropped
+    kept_outcome = None if buffer.outcome is None else buffer.outcome.at[index].set(outcome_target, mode="drop")
     return buffer.replace(
         data=buffer.data.replace(value_target=buffer.data.value_target.at[index].set(target, mode="drop")),
         ready=buffer.ready.at[index].set(True, mode="drop"),
+        outcome=kept_outcome,
     )
+
+
+def draw_ready(key: jax.Array, buffer: ReplayBuffer, count: int) -> tuple[jax.Array, jax.Array]:
+    """`count` distinct rows drawn uniformly from the ready positions (Reanalyse's). Returns the rows (int32
+    [count]) and whether each is ready (bool [count]): all of them once `count` positions are ready; before that
+    the draw fills up with rows that are not, which callers leave alone."""
+    rows = jax.random.choice(key, buffer.capacity, (count,), replace=False, p=buffer.ready.astype(jnp.float32))
+    # choice normalises p; with no row ready at all its p is NaN and the rows arbitrary: `valid` says so.
+    rows = jnp.clip(rows, 0, buffer.capacity - 1).astype(jnp.int32)
+    return rows, buffer.ready[rows]
+
+
+def refresh(buffer: ReplayBuffer, rows: jax.Array, valid: jax.Array, policy_target: jax.Array,
+            search_value: jax.Array, *, mix: float = 0.0, surprise: jax.Array | None = None) -> ReplayBuffer:
+    """Reanalyse's write-back: the positions at `rows` (int32 [M], where `valid` bool [M]; a buffer made with
+    `state_like`) take a new search's `policy_target` ([M, A]) and, with `mix` > 0, the value target (1 - mix) x
+    their game's outcome + mix x `search_value` ([M], the new search's value of its move, for the position's player
+    to move); with `mix` 0 the value target stays the outcome. A buffer that keeps policy surprise takes `surprise`
+    ([M], the new search's) too. Other rows are untouched."""
+    if buffer.outcome is None:
+        raise ValueError("refresh needs a buffer made with init_replay(..., state_like=...)")
+    index = jnp.where(valid, rows, buffer.capacity)  # out of range: dropped
+    value_target = buffer.outcome[rows]
+    if mix:
+        value_target = (1.0 - mix) * value_target + mix * search_value
+    data = buffer.data.replace(
+        policy_target=buffer.data.policy_target.at[index].set(policy_target, mode="drop"),
+        value_target=buffer.data.value_target.at[index].set(value_target, mode="drop"),
+    )
+    if buffer.data.surprise is not None:
+        if surprise is None:
+            raise ValueError("this buffer keeps policy surprise: refresh needs the new search's `surprise`")
+        data = data.replace(surprise=buffer.data.surprise.at[index].set(surprise, mode="drop"))
+    return buffer.replace(data=data)
 
 
 def sample(key: jax.Array, buffer: ReplayBuffer, batch_size: int, game: Game, *, augment: bool = True,

@@ -75,6 +75,7 @@ class Trajectory(struct.PyTreeNode):
     would_have_resigned: jax.Array  # [T, B, 2] bool, a game that could not resign ended here, and this player's
     #   root value had fallen below the resignation threshold in it
     false_positive: jax.Array  # [T, B, 2] bool, would_have_resigned, yet this player did not lose
+    state: State | None = None  # with record_states (Reanalyse): [T, B] the game states searched; else None
 
 
 SearchFn = Callable[..., SearchOutput]  # search.make_search_fn's (variables, key, states, move_number[, kept])
@@ -122,13 +123,15 @@ def run_selfplay(
     config: SelfPlayConfig,
     fast_search_fn: SearchFn | None = None,
     start_search_fn: SearchFn | None = None,
+    record_states: bool = False,
 ) -> tuple[SelfPlayState, Trajectory]:
     """Plays T = `config.num_steps` moves in each of the B games.
 
     With `config.full_search_fraction` < 1, `fast_search_fn` (the search with `config.fast_search_simulations`)
     searches the steps that are not searched in full. With `config.start_search_games` k > 0, `start_search_fn`
     (the search with `config.start_search_simulations`) searches the k games with the fewest moves played at each
-    step searched in full, `search_fn` the other B - k (`split_search`). Returns the games in progress afterwards
+    step searched in full, `search_fn` the other B - k (`split_search`). With `record_states` the trajectory keeps
+    the game state of every position (`Trajectory.state`, for Reanalyse). Returns the games in progress afterwards
     and the trajectory [T, B]. Pure and un-jitted.
     """
     if config.full_search_fraction < 1.0 and fast_search_fn is None:
@@ -140,8 +143,9 @@ def run_selfplay(
     step_keys = jax.random.split(key, config.num_steps)
 
     def body(carry: SelfPlayState, step_key: jax.Array) -> tuple[SelfPlayState, Trajectory]:
-        return _selfplay_step(step_key, variables, carry, game=game, search_fn=search_fn, config=config,
-                              fast_search_fn=fast_search_fn)
+        carry, record = _selfplay_step(step_key, variables, carry, game=game, search_fn=search_fn, config=config,
+                                       fast_search_fn=fast_search_fn)
+        return carry, record if record_states else record.replace(state=None)
 
     return jax.lax.scan(body, selfplay_state, step_keys)
 
@@ -220,6 +224,7 @@ def _selfplay_step(
         resigned=resigned,
         would_have_resigned=would_have_resigned,
         false_positive=would_have_resigned & (next_state.rewards > -1.0),
+        state=state,
     )
 
     # Finished games restart in place; a restarted slot draws anew whether it may resign.
@@ -363,12 +368,17 @@ def store_positions(
     value's place: the blend's search share then looks further along the game, over the waiting positions too.
 
     If `buffer` holds reply targets (`replay.init_replay(..., reply_targets=True)`), each position gets
-    `reply_targets(trajectory)`'s; if it holds policy surprise (`surprise=True`), `Trajectory.policy_surprise`.
+    `reply_targets(trajectory)`'s; if it holds policy surprise (`surprise=True`), `Trajectory.policy_surprise`; if
+    it keeps game states (`state_like`, Reanalyse), the trajectory's (`run_selfplay(..., record_states=True)`) and
+    each position's unblended outcome.
 
     Returns the buffer and counts: "positions_added" (positions that became ready: this call's finished games,
     all their moves), "positions_lost" (positions that will never be trained on: overwritten in the ring before
     their game ended or, with keep_unfinished=False, dropped).
     """
+    if buffer.states is not None and trajectory.state is None:
+        raise ValueError("this buffer keeps game states (Reanalyse): record them "
+                         "(run_selfplay(..., record_states=True))")
     targets = compute_value_targets(trajectory)
     num_steps, num_games = trajectory.terminated.shape
     flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731  [T, B, ...] -> [T * B, ...]
@@ -390,11 +400,15 @@ def store_positions(
         reply_target=reply_target,
         surprise=None if buffer.data.surprise is None else flat(trajectory.policy_surprise),
     )
+    states: dict = {}  # a buffer that keeps game states (Reanalyse) takes them and the unblended outcomes
+    if buffer.states is not None:
+        states = {"states": jax.tree.map(flat, trajectory.state), "outcome": flat(targets.value_target)}
     if not keep_unfinished:
-        buffer = replay.add(buffer, positions, flat(targets.value_mask), player=flat(trajectory.current_player))
+        buffer = replay.add(buffer, positions, flat(targets.value_mask), player=flat(trajectory.current_player),
+                            **states)
         return buffer, {"positions_added": jnp.sum(targets.value_mask), "positions_lost": jnp.sum(~targets.value_mask)}
     buffer = replay.add(buffer, positions, jnp.ones(num_steps * num_games, bool),
-                        player=flat(trajectory.current_player), ready=flat(targets.value_mask))
+                        player=flat(trajectory.current_player), ready=flat(targets.value_mask), **states)
     back = jnp.arange(1, max_length + 1)[:, None]  # [L, 1]: k steps before the trajectory
     offset = start + jnp.arange(num_games)[None, :] - back * num_games  # [L, B] ring index before wrapping
     earlier = (back <= pending[None, :]) & targets.carried_ended[None, :]

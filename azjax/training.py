@@ -66,6 +66,7 @@ class Components:
     search_fn: selfplay.SearchFn
     fast_search_fn: selfplay.SearchFn | None = None  # self-play's fast search (selfplay.full_search_fraction < 1)
     start_search_fn: selfplay.SearchFn | None = None  # self-play's deeper search near the start (start_search_games)
+    reanalyse_search_fn: selfplay.SearchFn | None = None  # Reanalyse's search (train.reanalyse_positions > 0)
 
 
 def make_components(config: Config) -> Components:
@@ -83,7 +84,13 @@ def make_components(config: Config) -> Components:
     if config.selfplay.start_search_games:
         deep = dataclasses.replace(config.search, num_simulations=config.selfplay.start_search_simulations)
         start_search_fn = make_search_fn(game, apply_fn, deep)
-    return Components(game, network, make_optimizer(config.train), search_fn, fast_search_fn, start_search_fn)
+    reanalyse_search_fn = None
+    if config.train.reanalyse_positions:
+        simulations = config.train.reanalyse_simulations or config.search.num_simulations
+        again = dataclasses.replace(config.search, num_simulations=simulations, reuse_tree=False)
+        reanalyse_search_fn = make_search_fn(game, apply_fn, again)
+    return Components(game, network, make_optimizer(config.train), search_fn, fast_search_fn, start_search_fn,
+                      reanalyse_search_fn)
 
 
 def make_optimizer(config: TrainConfig) -> optax.GradientTransformation:
@@ -141,12 +148,16 @@ def _init_run_state(config: Config, game_definition: object, key: jax.Array) -> 
         opt_state=parts.optimizer.init(variables["params"]),
         step=jnp.int32(0),
     )
+    games_in_progress = selfplay.init_selfplay(selfplay_key, parts.game, config.selfplay, config.search)
+    state_like = None
+    if config.train.reanalyse_positions:
+        state_like = jax.tree.map(lambda x: x[0], games_in_progress.game_state)
     return RunState(
         train_state=train_state,
-        selfplay=selfplay.init_selfplay(selfplay_key, parts.game, config.selfplay, config.search),
+        selfplay=games_in_progress,
         replay=replay.init_replay(parts.game, config.train.replay_capacity,
                                   reply_targets=config.train.reply_policy_weight > 0,
-                                  surprise=config.train.policy_surprise_weight > 0),
+                                  surprise=config.train.policy_surprise_weight > 0, state_like=state_like),
         key=run_key,
         iteration=jnp.int32(0),
         time_progress=jnp.float32(0.0),
@@ -223,8 +234,12 @@ def train_step(
 
 
 def split_batches(config: Config) -> dict[str, int]:
-    """The batches a run splits over its devices, by config field: the games and the SGD batch."""
-    return {"selfplay.num_games": config.selfplay.num_games, "train.batch_size": config.train.batch_size}
+    """The batches a run splits over its devices, by config field: the games, the SGD batch and, with Reanalyse,
+    the positions it searches again."""
+    batches = {"selfplay.num_games": config.selfplay.num_games, "train.batch_size": config.train.batch_size}
+    if config.train.reanalyse_positions:
+        batches["train.reanalyse_positions"] = config.train.reanalyse_positions
+    return batches
 
 
 def check_divisible(config: Config, count: int) -> None:
@@ -276,12 +291,17 @@ def _train_iteration(
         config=config.selfplay,
         fast_search_fn=parts.fast_search_fn,
         start_search_fn=parts.start_search_fn,
+        record_states=bool(config.train.reanalyse_positions),
     )
     games_state, trajectory = split_batch(games_state, mesh), split_batch(trajectory, mesh, batch_axis=1)
     buffer, stored = selfplay.store_positions(run_state.replay, trajectory, run_state.selfplay.pending,
                                               game.max_length, keep_unfinished=config.selfplay.keep_unfinished,
                                               value_target_mix=config.train.value_target_mix,
                                               value_target_lambda=config.train.value_target_lambda)
+    if config.train.reanalyse_positions:
+        buffer, reanalysed = reanalyse(jax.random.fold_in(selfplay_key, 1), run_state.train_state.variables, buffer,
+                                       parts=parts, config=config, mesh=mesh)
+        stored.update(reanalysed)
 
     train_state, sgd_metrics = run_sgd_steps(
         sgd_key, run_state.train_state, buffer, parts=parts, config=config, mesh=mesh,
@@ -305,6 +325,40 @@ def _train_iteration(
         iteration=run_state.iteration + 1,
     )
     return new_state, metrics
+
+
+def reanalyse(
+    key: jax.Array, variables: dict, buffer: replay.ReplayBuffer, *, parts: Components, config: Config,
+    mesh: Mesh | None = None,
+) -> tuple[replay.ReplayBuffer, dict]:
+    """Reanalyse (MuZero's, for a game whose rules are known): `train.reanalyse_positions` ready replay positions,
+    drawn uniformly without repeats, are searched again from their stored game states with `variables` (the
+    network self-play used this iteration) and `train.reanalyse_simulations`, and take the new search's policy
+    target, its policy surprise, and with `train.value_target_mix` m > 0 the value target (1 - m) x their game's
+    outcome + m x the new search's value of the move it would play, for the position's player to move (with
+    `train.value_target_lambda` too: the lambda-return over the game's later values is not searched again).
+
+    The search runs as self-play's does, with its root noise, at move number 0 (a replayed position does not keep
+    its move number: `search.gumbel_moves` and `search.temperature_moves` treat it as the game's first move, and
+    the move it picks is only used for the value). Until that many positions are ready, only the ready ones are.
+
+    Returns the buffer and metrics: "reanalysed" (positions searched again) and "reanalyse_value_change" (their
+    value targets' mean absolute change).
+    """
+    assert parts.reanalyse_search_fn is not None, "train.reanalyse_positions > 0 needs make_components' search"
+    draw_key, search_key = jax.random.split(key)
+    rows, valid = replay.draw_ready(draw_key, buffer, config.train.reanalyse_positions)
+    states = split_batch(jax.tree.map(lambda x: x[rows], buffer.states), mesh)
+    searched = parts.reanalyse_search_fn(variables, search_key, states, jnp.zeros(rows.shape, jnp.int32))
+    old_value = buffer.data.value_target[rows]
+    surprise = None
+    if buffer.data.surprise is not None:
+        surprise = selfplay.policy_surprise(searched.policy_target, searched.network_logits)
+    buffer = replay.refresh(buffer, rows, valid, searched.policy_target, searched.action_value,
+                            mix=config.train.value_target_mix, surprise=surprise)
+    count = jnp.sum(valid)
+    change = jnp.sum(jnp.where(valid, jnp.abs(buffer.data.value_target[rows] - old_value), 0.0))
+    return buffer, {"reanalysed": count, "reanalyse_value_change": change / jnp.maximum(count, 1)}
 
 
 def run_sgd_steps(

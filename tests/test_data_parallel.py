@@ -2,8 +2,8 @@
 
 jax fixes its device count when it starts, and this test process has one CPU device, so the runs on two devices
 happen in one subprocess started with XLA_FLAGS=--xla_force_host_platform_device_count=2. It trains the TINY
-config for one iteration on one device and on two from the same seed, then resumes the two-device run on one
-device; it plays arena games and the training evaluator's games split over the two devices; the tests compare
+config (with Reanalyse) for one iteration on one device and on two from the same seed, then resumes the two-device
+run on one device; it plays arena games and the training evaluator's games split over the two devices; the tests compare
 what it reports. Device choice and its errors are tested in-process.
 """
 
@@ -29,7 +29,10 @@ _SCRIPT = textwrap.dedent(
     from azjax import bots, arena, config as config_lib, evaluation, games as games_lib, parallel, trainer
 
     overrides, root = json.loads(sys.argv[1]), sys.argv[2]
-    config = config_lib.with_overrides(config_lib.get_config("tic_tac_toe", "cpu"), {**overrides, "num_iterations": 1})
+    # With Reanalyse on, so that its search of replayed positions is split over the devices too.
+    config = config_lib.with_overrides(config_lib.get_config("tic_tac_toe", "cpu"),
+                                       {**overrides, "num_iterations": 1, "train.reanalyse_positions": 16,
+                                        "train.value_target_mix": 0.5})
     quiet = lambda _: None
     one = trainer.train(config, root + "/one", num_devices=1, progress=False, log=quiet)
     logs = []
@@ -98,10 +101,10 @@ def test_games_are_split_evenly_over_two_devices(two_device_runs, tiny_overrides
 def test_two_devices_compute_the_same_iteration_as_one(two_device_runs):
     one, two = two_device_runs["one"], two_device_runs["two"]
     # The same games from the same keys and network: self-play statistics agree exactly...
-    for name in ("games_finished", "positions_added", "game_length", "player0_win_rate", "draw_rate"):
+    for name in ("games_finished", "positions_added", "game_length", "player0_win_rate", "draw_rate", "reanalysed"):
         assert one[name] == two[name], name
-    # ...and the SGD steps up to the rounding of the cross-device reductions.
-    for name in ("loss", "policy_loss", "value_loss", "grad_norm"):
+    # ...and the SGD steps (and Reanalyse's searches) up to the rounding of the cross-device reductions.
+    for name in ("loss", "policy_loss", "value_loss", "grad_norm", "reanalyse_value_change"):
         assert two[name] == pytest.approx(one[name], rel=1e-4), name
     assert two_device_runs["param_max_abs_diff"] < 1e-4
 

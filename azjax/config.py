@@ -125,6 +125,7 @@ class TrainConfig:
     # keeps each position's game state and outcome (training.reanalyse).
     reanalyse_positions: int = 0  # > 0: positions re-searched per iteration
     reanalyse_simulations: int | None = None  # simulations of those searches (None: search.num_simulations)
+    reanalyse_max_moves: int | None = None  # draw only positions with at most this many moves played (None: any)
     augment: bool = True  # apply a random board symmetry to each sampled position
 
 
@@ -281,6 +282,9 @@ class Config:
                 f"({self.train.replay_capacity}): each iteration re-searches that many distinct replay positions")
         if self.train.reanalyse_simulations is not None:
             _positive(self.train, "reanalyse_simulations", "train.")
+        if self.train.reanalyse_max_moves is not None and self.train.reanalyse_max_moves < 0:
+            raise ConfigError(f"train.reanalyse_max_moves must be >= 0 (None: positions at any move), got "
+                              f"{self.train.reanalyse_max_moves}")
         if self.train.replay_capacity < self.train.batch_size:
             raise ConfigError(
                 f"train.replay_capacity ({self.train.replay_capacity}) must be at least train.batch_size "

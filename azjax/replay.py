@@ -9,9 +9,9 @@ value target. Only ready positions are sampled. Sampling applies a random board 
 to each position (observation and policy target together), so the network sees every orientation of what
 self-play produced.
 
-For Reanalyse (`TrainConfig.reanalyse_positions`), the buffer also keeps each position's game state and its game's
-outcome: `draw_ready` picks positions to search again and `refresh` writes the new search's targets back
-(`training.reanalyse`).
+For Reanalyse (`TrainConfig.reanalyse_positions`), the buffer also keeps what searching a position again needs
+(`Replayable`: its game state, move number and game's outcome): `draw_ready` picks positions to search again and
+`refresh` writes the new search's targets back (`training.reanalyse`).
 """
 
 from __future__ import annotations
@@ -40,6 +40,15 @@ class Batch(struct.PyTreeNode):
     surprise: jax.Array | None = None
 
 
+class Replayable(struct.PyTreeNode):
+    """What Reanalyse keeps of each position to search it again; every array is [N, ...]."""
+
+    state: State  # [N] the game states
+    move_number: jax.Array  # [N] int32, moves played in the position's game before it
+    outcome: jax.Array  # [N] float32, its game's outcome for its player to move (+1 win, 0 draw, -1 loss), unblended;
+    #   meaningless until the position is ready
+
+
 class ReplayBuffer(struct.PyTreeNode):
     """A ring buffer of `capacity` positions; the oldest are overwritten first."""
 
@@ -50,12 +59,8 @@ class ReplayBuffer(struct.PyTreeNode):
     # [] int32, rows written so far, capped at capacity: the positions held, ready or not. The library never reads it
     # (sampling and the "replay_size" metric use `num_ready`; tests do); it stays as part of the checkpoint format.
     size: jax.Array
-    # With Reanalyse (init_replay(..., state_like=...)): [capacity] game states, each position's, to search it again;
-    # else None.
-    states: State | None = None
-    # With Reanalyse: [capacity] float32, the outcome of each ready position's game for its player to move (+1 win,
-    # 0 draw, -1 loss), unblended, so that a new search value can be mixed in again; else None.
-    outcome: jax.Array | None = None
+    # With Reanalyse (init_replay(..., state_like=...)): [capacity] what searching each position again needs; else None.
+    replayable: Replayable | None = None
 
     @property
     def capacity(self) -> int:
@@ -72,7 +77,7 @@ def init_replay(game: Game, capacity: int, *, reply_targets: bool = False, surpr
     """An empty buffer for `game`'s observations and actions; with `reply_targets`, room for each position's
     opponent-reply policy target too (`Batch.reply_target`: another [capacity, A] floats), with `surprise` for
     its policy surprise (`Batch.surprise`: [capacity] floats), and with `state_like` (one unbatched game state) for
-    each position's game state and outcome, which Reanalyse needs (`ReplayBuffer.states`, `.outcome`)."""
+    what Reanalyse needs of each position (`ReplayBuffer.replayable`: its state, move number and outcome)."""
     data = Batch(
         observation=jnp.zeros((capacity, *game.observation_shape), jnp.float32),
         policy_target=jnp.zeros((capacity, game.num_actions), jnp.float32),
@@ -80,24 +85,24 @@ def init_replay(game: Game, capacity: int, *, reply_targets: bool = False, surpr
         reply_target=jnp.zeros((capacity, game.num_actions), jnp.float32) if reply_targets else None,
         surprise=jnp.zeros((capacity,), jnp.float32) if surprise else None,
     )
-    states = outcome = None
+    replayable = None
     if state_like is not None:
-        states = jax.tree.map(lambda x: jnp.broadcast_to(x, (capacity, *x.shape)), state_like)
-        outcome = jnp.zeros((capacity,), jnp.float32)
+        replayable = Replayable(state=jax.tree.map(lambda x: jnp.broadcast_to(x, (capacity, *x.shape)), state_like),
+                                move_number=jnp.zeros((capacity,), jnp.int32),
+                                outcome=jnp.zeros((capacity,), jnp.float32))
     return ReplayBuffer(data=data, player=jnp.zeros(capacity, jnp.int32), ready=jnp.zeros(capacity, bool),
-                        next_index=jnp.int32(0), size=jnp.int32(0), states=states, outcome=outcome)
+                        next_index=jnp.int32(0), size=jnp.int32(0), replayable=replayable)
 
 
 def add(
     buffer: ReplayBuffer, items: Batch, valid: jax.Array, *, player: jax.Array | None = None,
-    ready: jax.Array | None = None, states: State | None = None, outcome: jax.Array | None = None,
+    ready: jax.Array | None = None, replayable: Replayable | None = None,
 ) -> ReplayBuffer:
     """Appends the `valid` rows of `items` ([M, ...], valid bool [M]) in order, overwriting the oldest.
 
     `player` (int32 [M], default 0) is each row's player to move; `ready` (bool [M], default all) says which rows
-    already hold their value target; the others wait for `settle`. A buffer that keeps game states (Reanalyse)
-    needs each row's `states` ([M] game states) and `outcome` (float32 [M], its game's outcome for the player to
-    move, unblended; any value for the rows not ready, which `settle` writes).
+    already hold their value target; the others wait for `settle`. A buffer made with `state_like` (Reanalyse)
+    needs each row's `replayable` ([M]; the outcome of the rows not ready is written by `settle`).
 
     Invalid rows are skipped without a host round-trip: valid rows get consecutive ring positions, invalid rows
     an out-of-range index that the scatter drops. If more than `capacity` rows are valid, the last ones win.
@@ -110,12 +115,11 @@ def add(
     index = jnp.where(keep, (buffer.next_index + rank) % capacity, capacity)
     player = jnp.zeros(valid.shape, jnp.int32) if player is None else player.astype(jnp.int32)
     ready = jnp.ones(valid.shape, bool) if ready is None else ready
-    if (buffer.states is None) != (states is None) or (buffer.outcome is None) != (outcome is None):
-        raise ValueError("a buffer made with state_like takes each row's states and outcome, and only such a buffer")
-    data, player, ready, states, outcome = jax.tree.map(
+    if (buffer.replayable is None) != (replayable is None):
+        raise ValueError("a buffer made with state_like takes each row's `replayable`, and only such a buffer does")
+    data, player, ready, replayable = jax.tree.map(
         lambda old, new: old.at[index].set(new, mode="drop"),
-        (buffer.data, buffer.player, buffer.ready, buffer.states, buffer.outcome),
-        (items, player, ready, states, outcome),
+        (buffer.data, buffer.player, buffer.ready, buffer.replayable), (items, player, ready, replayable),
     )
     return ReplayBuffer(
         data=data,
@@ -123,8 +127,7 @@ def add(
         ready=ready,
         next_index=(buffer.next_index + num_valid) % capacity,
         size=jnp.minimum(buffer.size + num_valid, capacity),
-        states=states,
-        outcome=outcome,
+        replayable=replayable,
     )
 
 
@@ -144,22 +147,31 @@ def settle(buffer: ReplayBuffer, index: jax.Array, outcome: jax.Array, valid: ja
         share = buffer.data.value_target[index] if search_share is None else search_share
         target = (1.0 - mix) * target + mix * share
     index = jnp.where(valid, index, buffer.capacity)  # out of range: dropped
-    kept_outcome = None if buffer.outcome is None else buffer.outcome.at[index].set(outcome_target, mode="drop")
+    replayable = buffer.replayable
+    if replayable is not None:
+        replayable = replayable.replace(outcome=replayable.outcome.at[index].set(outcome_target, mode="drop"))
     return buffer.replace(
         data=buffer.data.replace(value_target=buffer.data.value_target.at[index].set(target, mode="drop")),
         ready=buffer.ready.at[index].set(True, mode="drop"),
-        outcome=kept_outcome,
+        replayable=replayable,
     )
 
 
-def draw_ready(key: jax.Array, buffer: ReplayBuffer, count: int) -> tuple[jax.Array, jax.Array]:
-    """`count` distinct rows drawn uniformly from the ready positions (Reanalyse's). Returns the rows (int32
-    [count]) and whether each is ready (bool [count]): all of them once `count` positions are ready; before that
-    the draw fills up with rows that are not, which callers leave alone."""
-    rows = jax.random.choice(key, buffer.capacity, (count,), replace=False, p=buffer.ready.astype(jnp.float32))
-    # choice normalises p; with no row ready at all its p is NaN and the rows arbitrary: `valid` says so.
+def draw_ready(key: jax.Array, buffer: ReplayBuffer, count: int, *, max_moves: int | None = None
+               ) -> tuple[jax.Array, jax.Array]:
+    """`count` distinct rows drawn uniformly from the ready positions (Reanalyse's), with `max_moves` from those
+    with at most that many moves played in their game (a buffer made with `state_like`). Returns the rows (int32
+    [count]) and whether each is such a position (bool [count]): all of them once `count` are; before that the draw
+    fills up with rows that are not, which callers leave alone."""
+    eligible = buffer.ready
+    if max_moves is not None:
+        if buffer.replayable is None:
+            raise ValueError("max_moves needs a buffer made with init_replay(..., state_like=...)")
+        eligible = eligible & (buffer.replayable.move_number <= max_moves)
+    rows = jax.random.choice(key, buffer.capacity, (count,), replace=False, p=eligible.astype(jnp.float32))
+    # choice normalises p; with no row eligible at all its p is NaN and the rows arbitrary: `valid` says so.
     rows = jnp.clip(rows, 0, buffer.capacity - 1).astype(jnp.int32)
-    return rows, buffer.ready[rows]
+    return rows, eligible[rows]
 
 
 def refresh(buffer: ReplayBuffer, rows: jax.Array, valid: jax.Array, policy_target: jax.Array,
@@ -169,10 +181,10 @@ def refresh(buffer: ReplayBuffer, rows: jax.Array, valid: jax.Array, policy_targ
     their game's outcome + mix x `search_value` ([M], the new search's value of its move, for the position's player
     to move); with `mix` 0 the value target stays the outcome. A buffer that keeps policy surprise takes `surprise`
     ([M], the new search's) too. Other rows are untouched."""
-    if buffer.outcome is None:
+    if buffer.replayable is None:
         raise ValueError("refresh needs a buffer made with init_replay(..., state_like=...)")
     index = jnp.where(valid, rows, buffer.capacity)  # out of range: dropped
-    value_target = buffer.outcome[rows]
+    value_target = buffer.replayable.outcome[rows]
     if mix:
         value_target = (1.0 - mix) * value_target + mix * search_value
     data = buffer.data.replace(

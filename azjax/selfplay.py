@@ -369,14 +369,14 @@ def store_positions(
 
     If `buffer` holds reply targets (`replay.init_replay(..., reply_targets=True)`), each position gets
     `reply_targets(trajectory)`'s; if it holds policy surprise (`surprise=True`), `Trajectory.policy_surprise`; if
-    it keeps game states (`state_like`, Reanalyse), the trajectory's (`run_selfplay(..., record_states=True)`) and
-    each position's unblended outcome.
+    it keeps game states (`state_like`, Reanalyse), the trajectory's (`run_selfplay(..., record_states=True)`), each
+    position's move number and its unblended outcome.
 
     Returns the buffer and counts: "positions_added" (positions that became ready: this call's finished games,
     all their moves), "positions_lost" (positions that will never be trained on: overwritten in the ring before
     their game ended or, with keep_unfinished=False, dropped).
     """
-    if buffer.states is not None and trajectory.state is None:
+    if buffer.replayable is not None and trajectory.state is None:
         raise ValueError("this buffer keeps game states (Reanalyse): record them "
                          "(run_selfplay(..., record_states=True))")
     targets = compute_value_targets(trajectory)
@@ -400,15 +400,16 @@ def store_positions(
         reply_target=reply_target,
         surprise=None if buffer.data.surprise is None else flat(trajectory.policy_surprise),
     )
-    states: dict = {}  # a buffer that keeps game states (Reanalyse) takes them and the unblended outcomes
-    if buffer.states is not None:
-        states = {"states": jax.tree.map(flat, trajectory.state), "outcome": flat(targets.value_target)}
+    replayable = None  # a buffer that keeps game states (Reanalyse) takes them, and the unblended outcomes
+    if buffer.replayable is not None:
+        replayable = replay.Replayable(state=jax.tree.map(flat, trajectory.state),
+                                       move_number=flat(trajectory.move_number), outcome=flat(targets.value_target))
     if not keep_unfinished:
         buffer = replay.add(buffer, positions, flat(targets.value_mask), player=flat(trajectory.current_player),
-                            **states)
+                            replayable=replayable)
         return buffer, {"positions_added": jnp.sum(targets.value_mask), "positions_lost": jnp.sum(~targets.value_mask)}
     buffer = replay.add(buffer, positions, jnp.ones(num_steps * num_games, bool),
-                        player=flat(trajectory.current_player), ready=flat(targets.value_mask), **states)
+                        player=flat(trajectory.current_player), ready=flat(targets.value_mask), replayable=replayable)
     back = jnp.arange(1, max_length + 1)[:, None]  # [L, 1]: k steps before the trajectory
     offset = start + jnp.arange(num_games)[None, :] - back * num_games  # [L, B] ring index before wrapping
     earlier = (back <= pending[None, :]) & targets.carried_ended[None, :]

@@ -338,18 +338,21 @@ def reanalyse(
     outcome + m x the new search's value of the move it would play, for the position's player to move (with
     `train.value_target_lambda` too: the lambda-return over the game's later values is not searched again).
 
-    The search runs as self-play's does, with its root noise, at move number 0 (a replayed position does not keep
-    its move number: `search.gumbel_moves` and `search.temperature_moves` treat it as the game's first move, and
-    the move it picks is only used for the value). Until that many positions are ready, only the ready ones are.
+    With `train.reanalyse_max_moves` only positions with at most that many moves played in their game are drawn
+    (the opening, where the value is hardest to learn). The search runs as self-play's does at that position's move
+    number, root noise included (the move it picks only names the value taken). Until that many positions are
+    eligible, only the eligible ones are searched again.
 
     Returns the buffer and metrics: "reanalysed" (positions searched again) and "reanalyse_value_change" (their
     value targets' mean absolute change).
     """
     assert parts.reanalyse_search_fn is not None, "train.reanalyse_positions > 0 needs make_components' search"
     draw_key, search_key = jax.random.split(key)
-    rows, valid = replay.draw_ready(draw_key, buffer, config.train.reanalyse_positions)
-    states = split_batch(jax.tree.map(lambda x: x[rows], buffer.states), mesh)
-    searched = parts.reanalyse_search_fn(variables, search_key, states, jnp.zeros(rows.shape, jnp.int32))
+    rows, valid = replay.draw_ready(draw_key, buffer, config.train.reanalyse_positions,
+                                    max_moves=config.train.reanalyse_max_moves)
+    assert buffer.replayable is not None
+    drawn = split_batch(jax.tree.map(lambda x: x[rows], buffer.replayable), mesh)
+    searched = parts.reanalyse_search_fn(variables, search_key, drawn.state, drawn.move_number)
     old_value = buffer.data.value_target[rows]
     surprise = None
     if buffer.data.surprise is not None:

@@ -44,14 +44,18 @@ def game() -> games.Game:
 
 def test_replay_keeps_each_positions_state_and_outcome(run, game):
     buffer = run[1].replay
+    kept = buffer.replayable
     ready = np.asarray(buffer.ready)
     assert ready.sum() > 0
     # The kept state is the position the row's observation shows, and its player is the one to move there.
-    observed = jax.vmap(game.observe)(buffer.states)
+    observed = jax.vmap(game.observe)(kept.state)
     np.testing.assert_array_equal(np.asarray(observed)[ready], np.asarray(buffer.data.observation)[ready])
-    np.testing.assert_array_equal(np.asarray(buffer.states.current_player)[ready], np.asarray(buffer.player)[ready])
-    outcome = np.asarray(buffer.outcome)[ready]
+    np.testing.assert_array_equal(np.asarray(kept.state.current_player)[ready], np.asarray(buffer.player)[ready])
+    outcome = np.asarray(kept.outcome)[ready]
     assert set(np.unique(outcome)) <= {-1.0, 0.0, 1.0}
+    # The move number is the stones on the board (tic-tac-toe from the empty board; random opening moves count).
+    stones = np.asarray(buffer.data.observation).sum(axis=(1, 2, 3))
+    np.testing.assert_array_equal(np.asarray(kept.move_number)[ready], stones[ready])
 
 
 def test_each_iteration_reanalyses_the_configured_positions(run, config):
@@ -75,10 +79,10 @@ def test_a_reanalysed_value_target_blends_the_outcome_with_the_new_search(run, c
                       axis=1)
     rows = ready & same_state & changed
     assert rows.sum() > 0
-    outcome = np.asarray(buffer.outcome)[rows]
+    outcome = np.asarray(buffer.replayable.outcome)[rows]
     search_share = (np.asarray(buffer.data.value_target)[rows] - (1 - mix) * outcome) / mix
     assert np.all(np.abs(search_share) <= 1.0 + 1e-5)
-    np.testing.assert_allclose(np.asarray(buffer.outcome)[rows], np.asarray(before.replay.outcome)[rows])
+    np.testing.assert_allclose(outcome, np.asarray(before.replay.replayable.outcome)[rows])
     np.testing.assert_allclose(np.asarray(buffer.data.policy_target)[rows].sum(axis=1), 1.0, atol=1e-5)
 
 
@@ -103,8 +107,8 @@ def test_the_new_search_value_is_for_the_player_to_move(game, tiny_config):
     states = jax.tree.map(lambda *xs: jnp.stack(xs), x_to_win, x_to_win)
     rows = Batch(observation=jax.vmap(game.observe)(states), policy_target=jnp.full((2, 9), 1 / 9),
                  value_target=jnp.array([-0.5, -0.5]), surprise=jnp.zeros(2))
-    buffer = replay.add(buffer, rows, jnp.array([True, True]), player=states.current_player, states=states,
-                        outcome=jnp.array([-1.0, -1.0]))
+    replayable = replay.Replayable(state=states, move_number=jnp.array([4, 4]), outcome=jnp.array([-1.0, -1.0]))
+    buffer = replay.add(buffer, rows, jnp.array([True, True]), player=states.current_player, replayable=replayable)
     new, metrics = training.reanalyse(jax.random.key(1), variables, buffer, parts=parts, config=config)
     assert int(metrics["reanalysed"]) == 2
     np.testing.assert_allclose(np.asarray(new.data.value_target)[:2], 0.0, atol=1e-5)
@@ -121,7 +125,15 @@ def test_draw_ready_draws_distinct_ready_rows_and_says_when_there_are_too_few(ga
     rows, valid = np.asarray(rows), np.asarray(valid)
     assert len(set(rows.tolist())) == 5  # distinct
     assert sorted(rows[valid].tolist()) == [1, 4, 9]  # every ready row, and only they are valid
+    # With max_moves, only the ready positions at most that many moves into their game: of 1, 4 and 9 (moves 1, 4
+    # and 1 below), 1 and 9 for max_moves 2.
+    moves = jnp.arange(16) % 8
+    buffer = buffer.replace(replayable=buffer.replayable.replace(move_number=moves))
+    rows, valid = replay.draw_ready(jax.random.key(1), buffer, 5, max_moves=2)
+    assert sorted(np.asarray(rows)[np.asarray(valid)].tolist()) == [1, 9]
     buffer = buffer.replace(ready=jnp.ones(16, bool))
+    rows, valid = replay.draw_ready(jax.random.key(2), buffer, 10, max_moves=2)
+    assert np.asarray(valid).sum() == 6 and np.all(np.asarray(moves)[np.asarray(rows)[np.asarray(valid)]] <= 2)
     counts = np.zeros(16)
     for seed in range(200):
         rows, valid = replay.draw_ready(jax.random.key(seed), buffer, 4)
@@ -147,6 +159,7 @@ def test_store_positions_refuses_a_trajectory_without_states(run, game):
     ({"train.reanalyse_positions": -1}, r"train\.reanalyse_positions must be >= 0"),
     ({"train.reanalyse_positions": 100000}, r"at most train\.replay_capacity"),
     ({"train.reanalyse_positions": 8, "train.reanalyse_simulations": 0}, r"train\.reanalyse_simulations"),
+    ({"train.reanalyse_positions": 8, "train.reanalyse_max_moves": -1}, r"train\.reanalyse_max_moves"),
 ])
 def test_bad_reanalyse_settings_are_named(tiny_config, overrides, message):
     with pytest.raises(ConfigError, match=message):
@@ -166,3 +179,16 @@ def test_turning_reanalyse_on_changes_a_checkpoints_layout(tiny_config, config):
                                                                  reanalyse_simulations=16))
     structural, other = checkpointing.compare_configs(config, more)
     assert not structural and len(other) == 2  # how many and how deep: no change to what is saved
+
+
+def test_reanalyse_max_moves_searches_only_the_opening_again(run, config):
+    opening = config_lib.with_overrides(config, {"train.reanalyse_max_moves": 2})
+    buffer = run[1].replay
+    variables = run[1].train_state.variables
+    new, metrics = training.reanalyse(jax.random.key(5), variables, buffer,
+                                      parts=training.make_components(opening), config=opening)
+    moves = np.asarray(buffer.replayable.move_number)
+    eligible = np.asarray(buffer.ready) & (moves <= 2)
+    assert int(metrics["reanalysed"]) == min(eligible.sum(), opening.train.reanalyse_positions) > 0
+    changed = ~np.all(np.asarray(new.data.policy_target) == np.asarray(buffer.data.policy_target), axis=1)
+    assert changed.any() and np.all(moves[changed] <= 2)

@@ -515,6 +515,18 @@ def _agreed_progress(start: float, stop: _StopSignals) -> tuple[float, bool]:
     return float(seen[0, 0]), bool(seen[:, 1].any())
 
 
+def describe_iteration(config: Config) -> str:
+    """What one training iteration of `config` does, in a phrase: its self-play, Reanalyse and SGD steps."""
+    selfplay, train = config.selfplay, config.train
+    reanalyse = ""
+    if train.reanalyse_positions:
+        opening = "" if train.reanalyse_max_moves is None else f" of the first {train.reanalyse_max_moves} moves"
+        reanalyse = (f", Reanalyse of {train.reanalyse_positions} replayed positions{opening} at "
+                     f"{train.reanalyse_simulations or config.search.num_simulations} simulations")
+    return (f"{selfplay.num_games} games x {selfplay.num_steps} moves of self-play at {config.search.num_simulations} "
+            f"simulations{reanalyse}, then {train.num_sgd_steps} SGD steps of {train.batch_size}")
+
+
 def _compile_iteration(config: Config, run_state: RunState, mesh, devices: list[jax.Device],
                        log: Callable[[str], None]) -> jax.stages.Compiled:
     """The training iteration compiled ahead (it takes `run_state`, donated, and returns the next one and the
@@ -524,9 +536,7 @@ def _compile_iteration(config: Config, run_state: RunState, mesh, devices: list[
       memory.MemoryBudgetError: it would need more memory than the devices have (nothing ran).
     """
     selfplay, train = config.selfplay, config.train
-    log(f"Compiling the training iteration ({selfplay.num_games} games x {selfplay.num_steps} moves of self-play "
-        f"at {config.search.num_simulations} simulations, then {train.num_sgd_steps} SGD steps of "
-        f"{train.batch_size}); the first one takes a while ...")
+    log(f"Compiling the training iteration ({describe_iteration(config)}); the first one takes a while ...")
     tick = time.perf_counter()
     compiled = memory.compile_within_memory(
         jax.jit(make_train_iteration(config, mesh=mesh), donate_argnums=0).lower(run_state),

@@ -192,3 +192,11 @@ def test_reanalyse_max_moves_searches_only_the_opening_again(run, config):
     assert int(metrics["reanalysed"]) == min(eligible.sum(), opening.train.reanalyse_positions) > 0
     changed = ~np.all(np.asarray(new.data.policy_target) == np.asarray(buffer.data.policy_target), axis=1)
     assert changed.any() and np.all(moves[changed] <= 2)
+
+
+def test_the_trainer_says_what_reanalyse_adds_to_an_iteration(tiny_config, config):
+    from azjax import trainer
+
+    assert "Reanalyse" not in trainer.describe_iteration(tiny_config)
+    said = trainer.describe_iteration(config_lib.with_overrides(config, {"train.reanalyse_max_moves": 14}))
+    assert "Reanalyse of 24 replayed positions of the first 14 moves at 8 simulations" in said

@@ -1,7 +1,8 @@
 """Training: the loss, the SGD step, and `make_train_iteration`, the one compiled unit of a run.
 
-One iteration = self-play (B games x T moves with search) -> value targets -> replay insert -> a `lax.scan` of
-SGD steps on positions sampled from the replay buffer. `make_train_iteration(config)` returns it as a pure
+One iteration = self-play (B games x T moves with search) -> value targets -> replay insert -> (with Reanalyse,
+replayed positions searched again: `reanalyse`) -> a `lax.scan` of SGD steps on positions sampled from the replay
+buffer. `make_train_iteration(config)` returns it as a pure
 function `RunState -> (RunState, metrics)`; jit it once with the run state donated::
 
     run_state = init_run_state(config)
@@ -299,6 +300,7 @@ def _train_iteration(
                                               value_target_mix=config.train.value_target_mix,
                                               value_target_lambda=config.train.value_target_lambda)
     if config.train.reanalyse_positions:
+        # Its key by fold_in, so that the three-way split above, and with it every run without Reanalyse, stays.
         buffer, reanalysed = reanalyse(jax.random.fold_in(selfplay_key, 1), run_state.train_state.variables, buffer,
                                        parts=parts, config=config, mesh=mesh)
         stored.update(reanalysed)

@@ -131,6 +131,12 @@ def add(
     )
 
 
+def blend(outcome: jax.Array, search_share: jax.Array, mix: float) -> jax.Array:
+    """A value target, for the position's player to move: (1 - mix) x its game's outcome + mix x the search's share
+    (`TrainConfig.value_target_mix`); the outcome alone with mix 0."""
+    return (1.0 - mix) * outcome + mix * search_share if mix else outcome
+
+
 def settle(buffer: ReplayBuffer, index: jax.Array, outcome: jax.Array, valid: jax.Array, *,
            mix: float = 0.0, search_share: jax.Array | None = None) -> ReplayBuffer:
     """Gives the positions at `index` (int32 [M], where `valid` bool [M]) their game's outcome `outcome`
@@ -142,10 +148,8 @@ def settle(buffer: ReplayBuffer, index: jax.Array, outcome: jax.Array, valid: ja
     with `search_share` (float32 [M], for each position's player to move) mix x that instead: the search values'
     lambda-returns with `TrainConfig.value_target_lambda`."""
     outcome_target = jnp.take_along_axis(outcome, buffer.player[index][:, None], axis=1)[:, 0]
-    target = outcome_target
-    if mix:
-        share = buffer.data.value_target[index] if search_share is None else search_share
-        target = (1.0 - mix) * target + mix * share
+    share = buffer.data.value_target[index] if search_share is None else search_share
+    target = blend(outcome_target, share, mix)
     index = jnp.where(valid, index, buffer.capacity)  # out of range: dropped
     replayable = buffer.replayable
     if replayable is not None:
@@ -184,9 +188,7 @@ def refresh(buffer: ReplayBuffer, rows: jax.Array, valid: jax.Array, policy_targ
     if buffer.replayable is None:
         raise ValueError("refresh needs a buffer made with init_replay(..., state_like=...)")
     index = jnp.where(valid, rows, buffer.capacity)  # out of range: dropped
-    value_target = buffer.replayable.outcome[rows]
-    if mix:
-        value_target = (1.0 - mix) * value_target + mix * search_value
+    value_target = blend(buffer.replayable.outcome[rows], search_value, mix)
     data = buffer.data.replace(
         policy_target=buffer.data.policy_target.at[index].set(policy_target, mode="drop"),
         value_target=buffer.data.value_target.at[index].set(value_target, mode="drop"),

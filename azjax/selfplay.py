@@ -388,8 +388,7 @@ def store_positions(
     if value_target_lambda:
         lambda_target, lambda_carried = lambda_returns(trajectory, value_target_lambda)
     if value_target_mix:
-        share = lambda_target if value_target_lambda else search_value
-        mixed = (1.0 - value_target_mix) * mixed + value_target_mix * share
+        mixed = replay.blend(mixed, lambda_target if value_target_lambda else search_value, value_target_mix)
     reply_target = None
     if buffer.data.reply_target is not None:
         reply_target = flat(reply_targets(trajectory))

@@ -64,6 +64,46 @@ def test_labelling_resumes_from_what_a_stopped_one_kept(tmp_path):
         sets.label_pons(source, out, strata=("end-easy",), log=_quiet)
 
 
+def test_few_stone_positions_take_their_outcomes_from_their_childrens(tmp_path):
+    """Below `leaf_stones` a position's outcome is the best of its children's negated, not one search: with the
+    threshold two stones past his middle-easy position, its label comes from searches two moves on, and matches
+    the direct one."""
+    moves = tuple(int(c) - 1 for c in MIDDLE[0][0])
+    source = _source(tmp_path, {"middle-easy": [MIDDLE[0]]})
+    calls = []
+    sets.label_pons(source, tmp_path / "out", strata=("middle-easy",), log=calls.append,
+                    leaf_stones=len(moves) + 2)
+    _, _, outcomes = sets.read(tmp_path / "out" / "middle-easy.txt")
+    assert outcomes[0].tolist() == sets.c4.Solver().move_scores(moves, weak=True).tolist()
+    assert any(f"of {len(moves) + 2} stones" in line for line in calls)  # searched two moves on
+    assert not any(f"of {len(moves) + 1} stones" in line for line in calls)
+    assert not (tmp_path / "out" / "middle-easy.values").exists()  # gone with the .partial once the set is done
+
+
+def test_a_stopped_labelling_keeps_its_solved_outcomes_and_their_mirror_images(tmp_path):
+    """The `.values` file is what the next labelling starts from: a made-up outcome there for the mirror image of
+    the position after a losing move is what that column gets (the true label has a loss there), and a malformed
+    line is named."""
+    moves = tuple(int(c) - 1 for c in END[1][0])  # his score 1: the mover wins
+    true = sets.c4.Solver().move_scores(moves, weak=True)
+    column = int(np.flatnonzero(true == -1)[0])
+    mirrored = "".join(str(7 - m) for m in (*moves, column))
+    source = _source(tmp_path, {"end-easy": [END[1]]})
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "end-easy.values").write_text(f"{mirrored} -\n")  # the mover after the column loses: a win for him
+    labelled = sets.label_pons(source, out, strata=("end-easy",), log=_quiet)
+    assert labelled == {"end-easy": True}
+    _, _, outcomes = sets.read(out / "end-easy.txt")
+    expected = true.copy()
+    expected[column] = 1
+    assert outcomes[0].tolist() == expected.tolist()
+    (out / "end-easy.txt").unlink()
+    (out / "end-easy.values").write_text("2252 x\n")
+    with pytest.raises(ValueError, match=r"end-easy\.values, line 1: not 'moves outcome'"):
+        sets.label_pons(source, out, strata=("end-easy",), log=_quiet)
+
+
 def test_his_score_disagreeing_with_the_solver_is_refused_by_position(tmp_path):
     source = _source(tmp_path, {"end-easy": [(END[0][0], 1)]})  # his score is -1: the mover loses
     with pytest.raises(ValueError, match=f"position {END[0][0]} has Pons's score 1"):

@@ -19,11 +19,13 @@ Regenerate them, byte for byte, with the command in `REGENERATE` (about 12 minut
 
 Pascal Pons's own six sets (the published benchmark, 1000 positions each; AlphaZero.jl reports its agents' mistake
 rates on them) are labelled the same way into azjax/solver/data/connect_four/pons/ by `PONS_LABEL`, from a folder
-holding his files Test_L1_R1 ... Test_L3_R1 (`PONS_FILES`). His begin sets hold positions of 1-9 stones, whose
-moves take from seconds to hours each to label: the labelling runs in the background, one position at a time
-per process, and resumes where it stopped (each set's `.partial` file keeps what is done); a set's `.txt` is
-written once all of its positions are labelled, and `positions.load("connect_four", "pons")` judges on the sets
-written so far.
+holding his files Test_L1_R1 ... Test_L3_R1 (`PONS_FILES`). His begin sets hold positions of 1-13 stones;
+labelling a move needs the outcome of the position after it, a search of seconds at 5 stones and of hours at 2.
+So the labelling runs in the background, a set's positions from the most stones to the fewest; the outcomes of
+positions with fewer than `LEAF_STONES` stones are worked out from their children's (`_Outcomes`), searches of
+at most minutes that positions and mirror images share, and it resumes where it stopped: each set's `.partial`
+file keeps the positions labelled, its `.values` file every outcome found. A set's `.txt` is written once all of
+its positions are labelled, and `positions.load("connect_four", "pons")` judges on the sets written so far.
 """
 
 from __future__ import annotations
@@ -209,16 +211,107 @@ def _check_pons(path: pathlib.Path, moves: tuple[int, ...], score: int, outcomes
                          f"moves' outcomes are {outcomes.tolist()} (the best of them is the position's outcome)")
 
 
-def _pons_outcomes(job: tuple[int, tuple[int, ...]]) -> tuple[int, np.ndarray]:
-    index, moves = job
-    return index, _outcomes(moves)
+def _solve_outcome(moves: tuple[int, ...]) -> tuple[tuple[int, ...], int]:
+    return moves, _worker_solver().solve_outcome(moves)
+
+
+def _children(moves: tuple[int, ...]) -> list[tuple[int, tuple[int, ...] | None]]:
+    """(column, the position after it, or None where the column wins at once) for each playable column."""
+    position, mask, _ = c4.encode_moves(moves)
+    return [(column, None if c4.wins(position, mask, column) else (*moves, column))
+            for column in c4.playable_columns(mask)]
+
+
+def _key(moves: tuple[int, ...]) -> tuple[int, int]:
+    """One key for a position and its mirror image (whose outcome is the same)."""
+    position, mask, _ = c4.encode_moves(moves)
+    mirrored, mirrored_mask, _ = c4.encode_moves(tuple(c4.WIDTH - 1 - m for m in moves))
+    return min((position, mask), (mirrored, mirrored_mask))
+
+
+class _Outcomes:
+    """Outcomes, for the player to move, of the positions met while labelling one set, a position and its mirror
+    image as one. Each one solved or worked out is appended at once to a `.values` file beside the set's
+    `.partial`, so a stopped labelling loses no solve and the next starts from them.
+
+    Labels need every move's outcome, i.e. the outcome of the position after each move. A position with
+    `leaf_stones` stones or more is solved directly (one search); one with fewer gets its outcome from its
+    children's, the best of their negations, so that the few opening positions of Pons's begin sets (1-4 stones:
+    a direct search of hours, which could not resume) break into many searches of minutes, shared between the
+    positions, and their mirror images, that lead to the same ones."""
+
+    def __init__(self, path: pathlib.Path, leaf_stones: int):
+        self.path, self.leaf_stones = path, leaf_stones
+        self.known: dict[tuple[int, int], int] = {}
+        if path.is_file():
+            for number, line in enumerate(path.read_text().splitlines(), start=1):
+                fields = line.split()
+                if not (len(fields) == 2 and set(fields[0]) <= set("1234567") and fields[1] in ("+", "=", "-")):
+                    raise ValueError(f"{path}, line {number}: not 'moves outcome' (+, = or -): {line!r}; delete "
+                                     "the file to solve its positions again")
+                self.known[_key(tuple(int(c) - 1 for c in fields[0]))] = _OUTCOME_OF[fields[1]]
+
+    def get(self, moves: tuple[int, ...]) -> int | None:
+        return self.known.get(_key(moves))
+
+    def put(self, moves: tuple[int, ...], outcome: int, *, keep: bool = True) -> None:
+        self.known[_key(moves)] = outcome
+        if keep:
+            with self.path.open("a") as file:
+                file.write(f"{''.join(str(m + 1) for m in moves)} {_OUTCOME_CHARS[outcome]}\n")
+
+    def learn(self, moves: tuple[int, ...], outcomes: np.ndarray) -> None:
+        """What a labelled position tells: its own outcome and its children's (not written: its label is)."""
+        self.put(moves, int(outcomes.max()), keep=False)
+        for column, child in _children(moves):
+            if child is not None:
+                self.put(child, -int(outcomes[column]), keep=False)
+
+    def label(self, moves: tuple[int, ...]) -> np.ndarray:
+        """Each column's outcome for the mover (int8 [7], ILLEGAL where full), from the children's, all known."""
+        outcomes = np.full(c4.WIDTH, c4.ILLEGAL, np.int8)
+        for column, child in _children(moves):
+            outcomes[column] = 1 if child is None else -self.known[_key(child)]
+        return outcomes
+
+    def ensure(self, positions: list[tuple[int, ...]], pool: concurrent.futures.Executor,
+               say: Callable[[str], None], name: str) -> None:
+        """Makes the outcomes of `positions` (all with the same number of stones) known."""
+        missing = {}
+        for moves in positions:
+            if _key(moves) not in self.known:
+                missing.setdefault(_key(moves), moves)
+        if not missing:
+            return
+        stones = len(next(iter(missing.values())))
+        if stones < self.leaf_stones:
+            self.ensure([child for moves in missing.values() for _, child in _children(moves) if child is not None],
+                        pool, say, name)
+            for moves in missing.values():
+                self.put(moves, int(self.label(moves).max()))
+            return
+        say(f"{name}: solving {len(missing)} positions of {stones} stones")
+        start = time.perf_counter()
+        futures = [pool.submit(_solve_outcome, moves) for moves in missing.values()]
+        for count, future in enumerate(concurrent.futures.as_completed(futures), start=1):
+            self.put(*future.result())
+            if count % 100 == 0 and count < len(futures):
+                say(f"{name}: {count} of {len(futures)} positions of {stones} stones solved "
+                    f"({time.perf_counter() - start:.0f} s)")
+
+
+LEAF_STONES = 4  # label_pons: positions with fewer stones get their outcome from their children's
 
 
 def label_pons(source: pathlib.Path, out: pathlib.Path = PONS_DIR, *, processes: int = 1,
-               strata: tuple[str, ...] = STRATA, log: Callable[[str], None] | None = None) -> dict[str, bool]:
-    """Labels Pons's sets from the folder `source` into `out`, resuming from each set's `.partial` file; returns
-    {stratum: whether its `.txt` is written}. The sets go from the cheapest (end-easy) to the dearest, and each
-    set's positions from the most stones to the fewest, so that whatever time there is labels the most.
+               strata: tuple[str, ...] = STRATA, log: Callable[[str], None] | None = None,
+               leaf_stones: int = LEAF_STONES) -> dict[str, bool]:
+    """Labels Pons's sets from the folder `source` into `out`, resuming from each set's `.partial` file (the
+    positions labelled) and `.values` file (the outcomes solved); returns {stratum: whether its `.txt` is
+    written}. The sets go from the cheapest (end-easy) to the dearest, and each set's positions from the most
+    stones to the fewest: those of one number of stones are labelled together, once the outcomes of every
+    position one move on are known (solved in parallel, or for fewer than `leaf_stones` stones worked out from
+    theirs: `_Outcomes`).
 
     Each position's outcome under his score (its sign) must be the best of its moves' outcomes by azjax's solver:
     an independent check of that solver on 6000 positions (a mismatch raises ValueError naming the position).
@@ -231,35 +324,42 @@ def label_pons(source: pathlib.Path, out: pathlib.Path = PONS_DIR, *, processes:
     with concurrent.futures.ProcessPoolExecutor(processes, mp_context=context) as pool:
         for name in order:
             rows = read_pons(source / PONS_FILES[name])
-            final, partial = out / f"{name}.txt", out / f"{name}.partial"
+            final, partial, kept = (out / f"{name}{suffix}" for suffix in (".txt", ".partial", ".values"))
             if final.is_file():
                 done[name] = True
                 continue
             labelled: dict[int, np.ndarray] = {}
             if partial.is_file():
                 for line in partial.read_text().splitlines():
-                    kept_index, kept = line.split()
-                    labelled[int(kept_index)] = np.array([_OUTCOME_OF[c] for c in kept], np.int8)
-            todo = sorted((i for i in range(len(rows)) if i not in labelled), key=lambda i: -len(rows[i][0]))
+                    kept_index, kept_outcomes = line.split()
+                    labelled[int(kept_index)] = np.array([_OUTCOME_OF[c] for c in kept_outcomes], np.int8)
+            values = _Outcomes(kept, leaf_stones)
+            for index, outcomes in labelled.items():
+                values.learn(rows[index][0], outcomes)
+            todo = [i for i in range(len(rows)) if i not in labelled]
             start = time.perf_counter()
             say(f"{name} ({PONS_FILES[name]}): {len(labelled)} of {len(rows)} labelled before, {len(todo)} to go")
             with partial.open("a") as progress:
-                futures = [pool.submit(_pons_outcomes, (i, rows[i][0])) for i in todo]
-                for count, future in enumerate(concurrent.futures.as_completed(futures), start=1):
-                    index, outcomes = future.result()
-                    moves, score = rows[index]
-                    _check_pons(source / PONS_FILES[name], moves, score, outcomes)
-                    labelled[index] = outcomes
-                    progress.write(f"{index} {''.join(_OUTCOME_CHARS[int(o)] for o in outcomes)}\n")
+                for stones in sorted({len(rows[i][0]) for i in todo}, reverse=True):
+                    level = [i for i in todo if len(rows[i][0]) == stones]
+                    values.ensure([child for i in level for _, child in _children(rows[i][0]) if child is not None],
+                                  pool, say, name)
+                    for index in level:
+                        moves, score = rows[index]
+                        outcomes = values.label(moves)
+                        _check_pons(source / PONS_FILES[name], moves, score, outcomes)
+                        labelled[index] = outcomes
+                        values.learn(moves, outcomes)
+                        progress.write(f"{index} {''.join(_OUTCOME_CHARS[int(o)] for o in outcomes)}\n")
                     progress.flush()
-                    if count % 50 == 0 or count == len(todo):
-                        say(f"{name}: {len(labelled)} of {len(rows)} ({len(moves)} stones now; "
-                            f"{time.perf_counter() - start:.0f} s)")
+                    say(f"{name}: {len(labelled)} of {len(rows)} (those of {stones} stones done; "
+                        f"{time.perf_counter() - start:.0f} s)")
             for index, (moves, score) in enumerate(rows):  # the kept ones too
                 _check_pons(source / PONS_FILES[name], moves, score, labelled[index])
             lines = [_line(moves, score, labelled[i]) for i, (moves, score) in enumerate(rows)]
             _write_set(final, f"{name}: {PONS_SOURCE}, file {PONS_FILES[name]}", f"{PONS_LABEL}", lines)
             partial.unlink()
+            kept.unlink(missing_ok=True)
             done[name] = True
     return {name: done.get(name, False) for name in strata}
 

@@ -150,7 +150,10 @@ def test_refresh_needs_a_buffer_that_keeps_outcomes(game):
 
 def test_store_positions_refuses_a_trajectory_without_states(run, game):
     buffer = run[1].replay
-    trajectory = selfplay.Trajectory(*[jnp.zeros((1, 1))] * 12)  # no states recorded
+    # Every field but the game states (by name: a new field cannot shift them).
+    fields = {f.name: jnp.zeros((1, 1)) for f in dataclasses.fields(selfplay.Trajectory) if f.name != "state"}
+    trajectory = selfplay.Trajectory(**fields)
+    assert trajectory.state is None
     with pytest.raises(ValueError, match="record_states"):
         selfplay.store_positions(buffer, trajectory, jnp.zeros(1, jnp.int32), game.max_length)
 

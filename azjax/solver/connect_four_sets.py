@@ -211,8 +211,10 @@ def _check_pons(path: pathlib.Path, moves: tuple[int, ...], score: int, outcomes
                          f"moves' outcomes are {outcomes.tolist()} (the best of them is the position's outcome)")
 
 
-def _solve_outcome(moves: tuple[int, ...]) -> tuple[tuple[int, ...], int]:
-    return moves, _worker_solver().solve_outcome(moves)
+def _solve_outcomes(group: list[tuple[int, ...]]) -> list[tuple[tuple[int, ...], int]]:
+    """Outcomes of positions one after another in one process: siblings share most of their search tree, which
+    the solver's transposition table keeps between them (about 3x faster than siblings apart)."""
+    return [(moves, _worker_solver().solve_outcome(moves)) for moves in group]
 
 
 def _children(moves: tuple[int, ...]) -> list[tuple[int, tuple[int, ...] | None]]:
@@ -277,7 +279,7 @@ class _Outcomes:
     def ensure(self, positions: list[tuple[int, ...]], pool: concurrent.futures.Executor,
                say: Callable[[str], None], name: str) -> None:
         """Makes the outcomes of `positions` (all with the same number of stones) known."""
-        missing = {}
+        missing = {}  # in the order given: siblings together
         for moves in positions:
             if _key(moves) not in self.known:
                 missing.setdefault(_key(moves), moves)
@@ -292,11 +294,17 @@ class _Outcomes:
             return
         say(f"{name}: solving {len(missing)} positions of {stones} stones")
         start = time.perf_counter()
-        futures = [pool.submit(_solve_outcome, moves) for moves in missing.values()]
+        groups: dict[tuple[int, ...], list[tuple[int, ...]]] = {}  # by the position before the last move
+        for moves in missing.values():
+            groups.setdefault(moves[:-1], []).append(moves)
+        futures = [pool.submit(_solve_outcomes, group) for group in groups.values()]
+        solved = 0
         for count, future in enumerate(concurrent.futures.as_completed(futures), start=1):
-            self.put(*future.result())
-            if count % 100 == 0 and count < len(futures):
-                say(f"{name}: {count} of {len(futures)} positions of {stones} stones solved "
+            for moves, outcome in future.result():
+                self.put(moves, outcome)
+            solved += len(future.result())
+            if count % 20 == 0 and count < len(futures):
+                say(f"{name}: {solved} of {len(missing)} positions of {stones} stones solved "
                     f"({time.perf_counter() - start:.0f} s)")
 
 

@@ -279,7 +279,7 @@ class _Outcomes:
     def ensure(self, positions: list[tuple[int, ...]], pool: concurrent.futures.Executor,
                say: Callable[[str], None], name: str) -> None:
         """Makes the outcomes of `positions` (all with the same number of stones) known."""
-        missing = {}  # in the order given: siblings together
+        missing: dict[tuple[int, int], tuple[int, ...]] = {}  # in the order given: siblings together
         for moves in positions:
             if _key(moves) not in self.known:
                 missing.setdefault(_key(moves), moves)

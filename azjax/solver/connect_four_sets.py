@@ -253,9 +253,6 @@ class _Outcomes:
                                      "the file to solve its positions again")
                 self.known[_key(tuple(int(c) - 1 for c in fields[0]))] = _OUTCOME_OF[fields[1]]
 
-    def get(self, moves: tuple[int, ...]) -> int | None:
-        return self.known.get(_key(moves))
-
     def put(self, moves: tuple[int, ...], outcome: int, *, keep: bool = True) -> None:
         self.known[_key(moves)] = outcome
         if keep:

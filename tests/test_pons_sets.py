@@ -36,7 +36,7 @@ def test_labelling_writes_his_positions_with_every_moves_outcome(tmp_path):
     assert done == {"middle-easy": True, "end-easy": True}
     assert sets.pons_strata(tmp_path / "out") == ("middle-easy", "end-easy")
     moves, scores, outcomes = sets.read(tmp_path / "out" / "end-easy.txt")
-    assert ["".join(str(m + 1) for m in line) for line in moves] == [m for m, _ in END]  # his order
+    assert [sets.moves_text(line) for line in moves] == [m for m, _ in END]  # his order
     assert scores.tolist() == [s for _, s in END]
     assert (outcomes.max(axis=1) == np.sign(scores)).all()
     solver = sets.c4.Solver()
@@ -57,7 +57,7 @@ def test_labelling_resumes_from_what_a_stopped_one_kept(tmp_path):
     sets.label_pons(source, out, strata=("end-easy",), log=_quiet)
     _, _, outcomes = sets.read(out / "end-easy.txt")
     assert outcomes[0].tolist() == [sets.c4.ILLEGAL] * 6 + [-1]
-    assert outcomes[1].tolist() == sets.c4.Solver().move_scores([int(c) - 1 for c in END[1][0]], weak=True).tolist()
+    assert outcomes[1].tolist() == sets.c4.Solver().move_scores(sets.parse_moves(END[1][0]), weak=True).tolist()
     (out / "end-easy.txt").unlink()
     (out / "end-easy.partial").write_text("0 ......+\n")  # a win where he says the mover loses
     with pytest.raises(ValueError, match=f"position {END[0][0]} has Pons's score -1"):
@@ -68,7 +68,7 @@ def test_few_stone_positions_take_their_outcomes_from_their_childrens(tmp_path):
     """Below `leaf_stones` a position's outcome is the best of its children's negated, not one search: with the
     threshold two stones past his middle-easy position, its label comes from searches two moves on, and matches
     the direct one."""
-    moves = tuple(int(c) - 1 for c in MIDDLE[0][0])
+    moves = sets.parse_moves(MIDDLE[0][0])
     source = _source(tmp_path, {"middle-easy": [MIDDLE[0]]})
     calls = []
     sets.label_pons(source, tmp_path / "out", strata=("middle-easy",), log=calls.append,
@@ -83,21 +83,25 @@ def test_few_stone_positions_take_their_outcomes_from_their_childrens(tmp_path):
 def test_a_stopped_labelling_keeps_its_solved_outcomes_and_their_mirror_images(tmp_path):
     """The `.values` file is what the next labelling starts from: a made-up outcome there for the mirror image of
     the position after a losing move is what that column gets (the true label has a loss there), and a malformed
-    line is named."""
-    moves = tuple(int(c) - 1 for c in END[1][0])  # his score 1: the mover wins
+    line is named; a line cut off while it was written is dropped."""
+    moves = sets.parse_moves(END[1][0])  # his score 1: the mover wins
     true = sets.c4.Solver().move_scores(moves, weak=True)
     column = int(np.flatnonzero(true == -1)[0])
     mirrored = "".join(str(7 - m) for m in (*moves, column))
     source = _source(tmp_path, {"end-easy": [END[1]]})
     out = tmp_path / "out"
     out.mkdir()
-    (out / "end-easy.values").write_text(f"{mirrored} -\n")  # the mover after the column loses: a win for him
+    # the mover after the column loses: a win for him; then a line cut off by a stopped labelling, dropped
+    (out / "end-easy.values").write_text(f"{mirrored} -\n2252")
     labelled = sets.label_pons(source, out, strata=("end-easy",), log=_quiet)
     assert labelled == {"end-easy": True}
     _, _, outcomes = sets.read(out / "end-easy.txt")
     expected = true.copy()
     expected[column] = 1
     assert outcomes[0].tolist() == expected.tolist()
+    (out / "end-easy.values").write_text(f"{mirrored} -\n2252")
+    assert len(sets._Outcomes(out / "end-easy.values", leaf_stones=4).known) == 1
+    assert (out / "end-easy.values").read_text() == f"{mirrored} -\n"  # appending goes on from a whole line
     (out / "end-easy.txt").unlink()
     (out / "end-easy.values").write_text("2252 x\n")
     with pytest.raises(ValueError, match=r"end-easy\.values, line 1: not 'moves outcome'"):

@@ -36,7 +36,7 @@ import multiprocessing
 import os
 import pathlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -149,9 +149,19 @@ def generate(*, seed: int = 0, per_stratum: int = 1000, processes: int | None = 
     return kept
 
 
+def moves_text(moves: Sequence[int]) -> str:
+    """Moves (columns 0-6) as Pons's set files write them: one digit per move, columns 1-7."""
+    return "".join(str(m + 1) for m in moves)
+
+
+def parse_moves(text: str) -> tuple[int, ...]:
+    """The moves (columns 0-6) of a set file's digits (columns 1-7); `moves_text`'s inverse."""
+    return tuple(int(c) - 1 for c in text)
+
+
 def _line(moves: tuple[int, ...], score: int, outcomes: np.ndarray) -> str:
     """One position as a set file's line: moves (columns 1-7), exact score, each column's outcome."""
-    return f"{''.join(str(m + 1) for m in moves)} {score} {''.join(_OUTCOME_CHARS[int(o)] for o in outcomes)}"
+    return f"{moves_text(moves)} {score} {''.join(_OUTCOME_CHARS[int(o)] for o in outcomes)}"
 
 
 def _write_set(path: pathlib.Path, description: str, generated_by: str, lines: list[str]) -> None:
@@ -201,13 +211,13 @@ def read_pons(path: pathlib.Path) -> list[tuple[tuple[int, ...], int]]:
         if not (len(fields) == 2 and fields[0].isdigit() and set(fields[0]) <= set("1234567")
                 and fields[1].lstrip("-").isdigit()):
             raise ValueError(f"{path}, line {number}: not 'moves score': {line!r}")
-        rows.append((tuple(int(c) - 1 for c in fields[0]), int(fields[1])))
+        rows.append((parse_moves(fields[0]), int(fields[1])))
     return rows
 
 
 def _check_pons(path: pathlib.Path, moves: tuple[int, ...], score: int, outcomes: np.ndarray) -> None:
     if int(outcomes.max()) != int(np.sign(score)):
-        raise ValueError(f"{path}: position {''.join(str(m + 1) for m in moves)} has Pons's score {score} but its "
+        raise ValueError(f"{path}: position {moves_text(moves)} has Pons's score {score} but its "
                          f"moves' outcomes are {outcomes.tolist()} (the best of them is the position's outcome)")
 
 
@@ -234,7 +244,8 @@ def _key(moves: tuple[int, ...]) -> tuple[int, int]:
 class _Outcomes:
     """Outcomes, for the player to move, of the positions met while labelling one set, a position and its mirror
     image as one. Each one solved or worked out is appended at once to a `.values` file beside the set's
-    `.partial`, so a stopped labelling loses no solve and the next starts from them.
+    `.partial`, so a stopped labelling loses no solve and the next starts from them (a line it was cut off while
+    writing, without its newline, is dropped: that one position is solved again).
 
     Labels need every move's outcome, i.e. the outcome of the position after each move. A position with
     `leaf_stones` stones or more is solved directly (one search); one with fewer gets its outcome from its
@@ -246,18 +257,22 @@ class _Outcomes:
         self.path, self.leaf_stones = path, leaf_stones
         self.known: dict[tuple[int, int], int] = {}
         if path.is_file():
-            for number, line in enumerate(path.read_text().splitlines(), start=1):
+            text = path.read_text()
+            if text and not text.endswith("\n"):  # a labelling stopped while writing: drop its unfinished line
+                text = text[:text.rfind("\n") + 1]
+                path.write_text(text)
+            for number, line in enumerate(text.splitlines(), start=1):
                 fields = line.split()
                 if not (len(fields) == 2 and set(fields[0]) <= set("1234567") and fields[1] in ("+", "=", "-")):
                     raise ValueError(f"{path}, line {number}: not 'moves outcome' (+, = or -): {line!r}; delete "
                                      "the file to solve its positions again")
-                self.known[_key(tuple(int(c) - 1 for c in fields[0]))] = _OUTCOME_OF[fields[1]]
+                self.known[_key(parse_moves(fields[0]))] = _OUTCOME_OF[fields[1]]
 
     def put(self, moves: tuple[int, ...], outcome: int, *, keep: bool = True) -> None:
         self.known[_key(moves)] = outcome
         if keep:
             with self.path.open("a") as file:
-                file.write(f"{''.join(str(m + 1) for m in moves)} {_OUTCOME_CHARS[outcome]}\n")
+                file.write(f"{moves_text(moves)} {_OUTCOME_CHARS[outcome]}\n")
 
     def learn(self, moves: tuple[int, ...], outcomes: np.ndarray) -> None:
         """What a labelled position tells: its own outcome and its children's (not written: its label is)."""
@@ -403,7 +418,7 @@ def read(path: pathlib.Path) -> tuple[list[list[int]], np.ndarray, np.ndarray]:
                  and set(fields[2]) <= set(_OUTCOME_OF))
         if not valid:
             raise fail(f"line {number} is not 'moves score outcomes': {line!r}")
-        moves.append([int(c) - 1 for c in fields[0]])
+        moves.append(list(parse_moves(fields[0])))
         scores.append(int(fields[1]))
         outcomes.append([_OUTCOME_OF[c] for c in fields[2]])
     return moves, np.array(scores, np.int8), np.array(outcomes, np.int8).reshape(-1, c4.WIDTH)
@@ -435,7 +450,7 @@ def load(directory: pathlib.Path = DATA_DIR, strata: tuple[str, ...] = STRATA):
         row = int(mismatch[0])
         name = strata[int(np.concatenate(stratum)[row])]
         raise ValueError(
-            f"{directory / (name + '.txt')}: the position {''.join(str(m + 1) for m in all_moves[row])} does not "
+            f"{directory / (name + '.txt')}: the position {moves_text(all_moves[row])} does not "
             f"fit the game (it ends, or its legal columns differ from the file's); regenerate the sets with "
             f"`{REGENERATE}`"
         )

@@ -220,8 +220,8 @@ def _add_eval_and_play(commands) -> None:
                           "with 95%% intervals, and how often its value names the outcome. greedy:RUN judges the "
                           "network alone, RUN its search")
     evaluate.add_argument("--position-set", metavar="NAME", help="with --positions: another set of the game's "
-                          "instead of its own (connect_four: pons, Pascal Pons's published benchmark sets, those "
-                          "labelled so far)")
+                          "instead of its own (connect_four: pons, Pascal Pons's six published benchmark sets of "
+                          "1000 positions)")
     evaluate.add_argument("--seed", type=int, default=0, help="the random seed (default: 0)")
     evaluate.add_argument("--no-progress", action="store_true", help="on a terminal, no line that shows the games "
                           "finished (the positions judged, with --positions) and the time spent (with it, a match's "

@@ -124,7 +124,8 @@ def test_a_malformed_or_missing_file_names_itself(tmp_path):
 
 def test_the_shipped_pons_sets_agree_with_his_scores():
     strata = sets.pons_strata()
-    assert strata, f"no Pons set shipped in {sets.PONS_DIR}"
+    assert strata == sets.STRATA, f"Pons's six sets are not all shipped in {sets.PONS_DIR}: only {strata}"
+    assert not list(sets.PONS_DIR.glob("*.partial")) + list(sets.PONS_DIR.glob("*.values"))  # nothing half-done
     labelled = positions.load("connect_four", "pons")
     assert labelled.strata == strata and labelled.num_positions == 1000 * len(strata)
     assert (np.sign(labelled.scores) == labelled.outcomes).all()

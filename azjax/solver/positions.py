@@ -12,7 +12,7 @@ outcome.
 Built in: tic-tac-toe (every one of its 4520 non-terminal positions, one stratum "all", from the exhaustive
 solver) and Connect Four (six sets of 1000 positions reached by uniformly random play, shipped with the package
 and stratified as Pascal Pons's benchmark sets: see `azjax.solver.connect_four_sets`; and, as the set named
-"pons", Pons's published sets themselves, those labelled so far). A user's game gets the figures by
+"pons", Pons's six published sets themselves, labelled the same way). A user's game gets the figures by
 `register(game_name, loader)`, and other sets by `register(game_name, loader, name=...)`.
 
 Perspective: every outcome is for the player to move in the position: +1 a win, 0 a draw, -1 a loss under perfect

@@ -38,6 +38,7 @@ class NetworkConfig:
     num_channels: int = 32  # channels of the stem and every block
     value_channels: int = 1  # channels of the value head's 1x1 convolution (AlphaZero's 1; 4: level in Connect Four)
     value_hidden: int = 64  # units of the value head's hidden layer
+    value_head: str = "scalar"  # "scalar": tanh, MSE (AlphaZero); "wdl": win/draw/loss probs, cross-entropy (Lc0)
     global_pooling: bool = False  # KataGo: blocks and the value head also see each channel's board mean and max
     compute_dtype: str = "float32"  # "bfloat16" computes in bf16 with float32 parameters (use on GPUs/TPUs)
 
@@ -170,6 +171,7 @@ class Config:
         _positive(self.network, "value_channels", "network.")
         _positive(self.network, "value_hidden", "network.")
         _choice(self.network.compute_dtype, ("float32", "bfloat16"), "network.compute_dtype")
+        _choice(self.network.value_head, ("scalar", "wdl"), "network.value_head")
         _choice(self.search.policy, ("gumbel", "puct"), "search.policy")
         _positive(self.search, "num_simulations", "search.")
         _positive(self.search, "max_num_considered_actions", "search.")

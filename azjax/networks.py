@@ -2,8 +2,11 @@
 
 Input: observations float32 [B, H, W, C] (from the side to move). Output: policy logits float32 [B, A] over all
 actions (legal or not; callers mask) and a value float32 [B] in [-1, 1], the expected outcome *for the player to
-move*. Observations of rank 1 ([B, D], e.g. from a pgx game with a flat observation) are treated as [B, 1, 1, D],
-of rank 2 ([B, H, W], one plane) as [B, H, W, 1]; other ranks are refused.
+move*. With `value_head="wdl"` (`NetworkConfig.value_head`) the value head predicts the probabilities of a win, a
+draw and a loss for the player to move instead (logits [B, 3] in that order, sown as intermediates "value_logits"),
+and the value is P(win) - P(loss) (`wdl_value`), the same expected outcome. Observations of rank 1 ([B, D], e.g.
+from a pgx game with a flat observation) are treated as [B, 1, 1, D], of rank 2 ([B, H, W], one plane) as
+[B, H, W, 1]; other ranks are refused.
 
 Batch normalisation statistics live in the "batch_stats" collection: pass `train=True` (and
 `mutable=["batch_stats"]`) when fitting, `train=False` in self-play and evaluation.
@@ -164,6 +167,7 @@ class AlphaZeroNetwork(nn.Module):
     value_hidden: int = 64
     global_pooling: bool = False  # blocks get a global pooling bias; the value head also reads the pooled trunk
     reply_head: bool = False  # also predict the opponent's reply (sown as intermediates "reply_logits" [B, A])
+    value_head: str = "scalar"  # "scalar" (tanh) or "wdl" (win/draw/loss logits sown as intermediates "value_logits")
     dtype: jnp.dtype = jnp.float32  # computation dtype; parameters stay float32
     conv_fn: ConvFn = conv_with_matmul_grad  # jax.lax.conv_general_dilated gives XLA's own gradient everywhere
 
@@ -189,8 +193,18 @@ class AlphaZeroNetwork(nn.Module):
         if self.global_pooling:
             value = jnp.concatenate([value, global_features(x)], axis=-1)
         value = nn.relu(nn.Dense(self.value_hidden, dtype=self.dtype)(value))
+        if self.value_head == "wdl":
+            outcome_logits = nn.Dense(3, dtype=self.dtype, name="wdl_head")(value).astype(jnp.float32)
+            self.sow("intermediates", "value_logits", outcome_logits)
+            return logits.astype(jnp.float32), wdl_value(outcome_logits)
         value = jnp.tanh(nn.Dense(1, dtype=self.dtype)(value))[:, 0]
         return logits.astype(jnp.float32), value.astype(jnp.float32)
+
+
+def wdl_value(outcome_logits: jax.Array) -> jax.Array:
+    """The value [B] in [-1, 1] of win/draw/loss logits [B, 3] (for the player to move): P(win) - P(loss)."""
+    probabilities = jax.nn.softmax(outcome_logits.astype(jnp.float32), axis=-1)
+    return probabilities[..., 0] - probabilities[..., 2]
 
 
 ApplyFn = Callable[[dict, jax.Array], tuple[jax.Array, jax.Array]]
@@ -212,6 +226,7 @@ def make_network(config: NetworkConfig, num_actions: int, *, reply_head: bool = 
         num_channels=config.num_channels,
         value_channels=config.value_channels,
         value_hidden=config.value_hidden,
+        value_head=config.value_head,
         global_pooling=config.global_pooling,
         dtype=jnp.bfloat16 if config.compute_dtype == "bfloat16" else jnp.float32,
     )

@@ -38,6 +38,9 @@ class Batch(struct.PyTreeNode):
     # was played (`selfplay.policy_surprise`), which weights how often it is sampled; else None (and None in the
     # batches `sample` draws).
     surprise: jax.Array | None = None
+    # With network.value_head "wdl": [N] float32, the game's outcome for the player to move (+1 win, 0 draw, -1 loss),
+    # unblended, from which and `value_target` the loss rebuilds the win/draw/loss target (`wdl_target`); else None.
+    outcome: jax.Array | None = None
 
 
 class Replayable(struct.PyTreeNode):
@@ -73,10 +76,12 @@ class ReplayBuffer(struct.PyTreeNode):
 
 
 def init_replay(game: Game, capacity: int, *, reply_targets: bool = False, surprise: bool = False,
-                state_like: State | None = None) -> ReplayBuffer:
+                outcomes: bool = False, state_like: State | None = None) -> ReplayBuffer:
     """An empty buffer for `game`'s observations and actions; with `reply_targets`, room for each position's
     opponent-reply policy target too (`Batch.reply_target`: another [capacity, A] floats), with `surprise` for
-    its policy surprise (`Batch.surprise`: [capacity] floats), and with `state_like` (one unbatched game state) for
+    its policy surprise (`Batch.surprise`: [capacity] floats), with `outcomes` for its game's unblended outcome
+    (`Batch.outcome`: [capacity] floats, for a win/draw/loss value head), and with `state_like` (one unbatched game
+    state) for
     what Reanalyse needs of each position (`ReplayBuffer.replayable`: its state, move number and outcome)."""
     data = Batch(
         observation=jnp.zeros((capacity, *game.observation_shape), jnp.float32),
@@ -84,6 +89,7 @@ def init_replay(game: Game, capacity: int, *, reply_targets: bool = False, surpr
         value_target=jnp.zeros((capacity,), jnp.float32),
         reply_target=jnp.zeros((capacity, game.num_actions), jnp.float32) if reply_targets else None,
         surprise=jnp.zeros((capacity,), jnp.float32) if surprise else None,
+        outcome=jnp.zeros((capacity,), jnp.float32) if outcomes else None,
     )
     replayable = None
     if state_like is not None:
@@ -137,11 +143,26 @@ def blend(outcome: jax.Array, search_share: jax.Array, mix: float) -> jax.Array:
     return (1.0 - mix) * outcome + mix * search_share if mix else outcome
 
 
+def wdl_target(value_target: jax.Array, outcome: jax.Array, mix: float) -> jax.Array:
+    """The win/draw/loss target float32 [N, 3] (for the player to move) of positions whose value target is
+    `value_target` ([N], `blend`'s with this `mix`) and whose game's outcome is `outcome` ([N], unblended):
+    (1 - mix) x the outcome as one-hot + mix x the search's share s (read back from the blend) as the distribution
+    with mean s and nothing on the opposite result (s > 0: win s, draw 1 - s). Its P(win) - P(loss) is the value
+    target."""
+    one_hot = jnp.stack([outcome > 0.5, jnp.abs(outcome) <= 0.5, outcome < -0.5], axis=-1).astype(jnp.float32)
+    if not mix:
+        return one_hot
+    share = jnp.clip((value_target - (1.0 - mix) * outcome) / mix, -1.0, 1.0)
+    spread = jnp.stack([jnp.maximum(share, 0.0), 1.0 - jnp.abs(share), jnp.maximum(-share, 0.0)], axis=-1)
+    return (1.0 - mix) * one_hot + mix * spread
+
+
 def settle(buffer: ReplayBuffer, index: jax.Array, outcome: jax.Array, valid: jax.Array, *,
            mix: float = 0.0, search_share: jax.Array | None = None) -> ReplayBuffer:
     """Gives the positions at `index` (int32 [M], where `valid` bool [M]) their game's outcome `outcome`
     (float32 [M, 2], per player id: +1 win, 0 draw, -1 loss) as value target, from the side of each position's
-    player to move, and makes them ready to be sampled.
+    player to move, and makes them ready to be sampled (a buffer that keeps outcomes, `Batch.outcome`, takes the
+    unblended one there too).
 
     With `mix` > 0 the target is (1 - mix) x outcome + mix x the value the position holds while it waits (the
     search's value of the move played there, for the same player: `selfplay.store_positions` puts it there), or
@@ -154,8 +175,11 @@ def settle(buffer: ReplayBuffer, index: jax.Array, outcome: jax.Array, valid: ja
     replayable = buffer.replayable
     if replayable is not None:
         replayable = replayable.replace(outcome=replayable.outcome.at[index].set(outcome_target, mode="drop"))
+    data = buffer.data.replace(value_target=buffer.data.value_target.at[index].set(target, mode="drop"))
+    if data.outcome is not None:
+        data = data.replace(outcome=data.outcome.at[index].set(outcome_target, mode="drop"))
     return buffer.replace(
-        data=buffer.data.replace(value_target=buffer.data.value_target.at[index].set(target, mode="drop")),
+        data=data,
         ready=buffer.ready.at[index].set(True, mode="drop"),
         replayable=replayable,
     )

@@ -398,6 +398,7 @@ def store_positions(
         value_target=flat(jnp.where(targets.value_mask, mixed, search_value)),
         reply_target=reply_target,
         surprise=None if buffer.data.surprise is None else flat(trajectory.policy_surprise),
+        outcome=None if buffer.data.outcome is None else flat(targets.value_target),  # settled later if waiting
     )
     replayable = None  # a buffer that keeps game states (Reanalyse) takes them, and the unblended outcomes
     if buffer.replayable is not None:

@@ -158,7 +158,8 @@ def _init_run_state(config: Config, game_definition: object, key: jax.Array) -> 
         selfplay=games_in_progress,
         replay=replay.init_replay(parts.game, config.train.replay_capacity,
                                   reply_targets=config.train.reply_policy_weight > 0,
-                                  surprise=config.train.policy_surprise_weight > 0, state_like=state_like),
+                                  surprise=config.train.policy_surprise_weight > 0,
+                                  outcomes=config.network.value_head == "wdl", state_like=state_like),
         key=run_key,
         iteration=jnp.int32(0),
         time_progress=jnp.float32(0.0),
@@ -169,25 +170,36 @@ def compute_loss(
     params: dict, batch_stats: dict, batch: replay.Batch, *, network: AlphaZeroNetwork, config: TrainConfig
 ) -> tuple[jax.Array, tuple[dict, dict]]:
     """The AlphaZero loss on a batch: policy cross-entropy + weighted value MSE + L2 on the kernels (the L2 term
-    only for adam and sgd: adamw decays the weights outside the loss), and with `reply_policy_weight` > 0 that
-    weight x the cross-entropy of the opponent-reply head against `batch.reply_target`. Each policy term averages
-    over the positions that have its target: a fast search's (playout-cap randomisation) is all zeros and counts
-    for nothing, as does the reply target of a game's last move.
+    only for adam and sgd: adamw decays the weights outside the loss). A network with a win/draw/loss value head
+    (`network.value_head == "wdl"`) has the cross-entropy of its win/draw/loss logits against `replay.wdl_target`
+    in the MSE's place (the metric "value_loss" stays the MSE of its value, "value_cross_entropy" is the term).
+    With `reply_policy_weight` > 0 that weight x the cross-entropy of the opponent-reply head against
+    `batch.reply_target` is added. Each policy term averages over the positions that have its target: a fast
+    search's (playout-cap randomisation) is all zeros and counts for nothing, as does the reply target of a game's
+    last move.
 
     Returns the total loss and (metrics, updated batch-norm statistics).
     """
     reply = config.reply_policy_weight > 0
+    wdl = network.value_head == "wdl"
     (logits, value), updates = network.apply(
         {"params": params, "batch_stats": batch_stats}, batch.observation, train=True,
-        mutable=["batch_stats", "intermediates"] if reply else ["batch_stats"],
+        mutable=["batch_stats", "intermediates"] if reply or wdl else ["batch_stats"],
     )
     policy_loss = _policy_cross_entropy(logits, batch.policy_target)
     value_loss = jnp.mean(jnp.square(value - batch.value_target))
+    value_term = value_loss
     kernels = jax.tree.leaves(jax.tree.map(lambda x, is_kernel: x if is_kernel else None, params, _kernels(params)))
     l2 = sum(jnp.sum(jnp.square(k)) for k in kernels)
     l2_weight = 0.0 if config.optimizer == "adamw" else config.weight_decay
-    total = policy_loss + config.value_loss_weight * value_loss + l2_weight * l2
-    metrics = {"loss": total, "policy_loss": policy_loss, "value_loss": value_loss, "l2": l2}
+    metrics = {"policy_loss": policy_loss, "value_loss": value_loss, "l2": l2}
+    if wdl:
+        (outcome_logits,) = updates["intermediates"]["value_logits"]
+        assert batch.outcome is not None, "a win/draw/loss value head needs a replay made with outcomes=True"
+        target = replay.wdl_target(batch.value_target, batch.outcome, config.value_target_mix)
+        value_term = metrics["value_cross_entropy"] = jnp.mean(optax.softmax_cross_entropy(outcome_logits, target))
+    total = policy_loss + config.value_loss_weight * value_term + l2_weight * l2
+    metrics["loss"] = total
     if reply:
         (reply_logits,) = updates["intermediates"]["reply_logits"]
         assert batch.reply_target is not None, "reply_policy_weight > 0 needs a replay made with reply_targets=True"

@@ -172,6 +172,8 @@ def test_resume_keeps_structure_but_may_change_other_settings(runs, tmp_path):
         # A second policy head and the replay's reply targets; the replay's policy surprise (TINY draws by it).
         ({"train.reply_policy_weight": 0.5}, "train.reply_policy_weight: 0.0 -> 0.5"),
         ({"train.policy_surprise_weight": 0.0}, "train.policy_surprise_weight: 0.5 -> 0.0"),
+        # A win/draw/loss value head: three outputs for one, and the replay keeps each position's outcome.
+        ({"network.value_head": "wdl"}, "network.value_head: 'scalar' -> 'wdl'"),
     ],
 )
 def test_settings_that_change_the_checkpoints_arrays_are_a_clear_error(runs, change, line):

@@ -161,6 +161,7 @@ def test_with_overrides_leaves_the_original_and_the_overrides_alone():
         ({"search.max_num_considered_actions": 0}, "search.max_num_considered_actions"),
         ({"network.num_channels": -8}, "network.num_channels"),
         ({"network.compute_dtype": "float16"}, "network.compute_dtype"),
+        ({"network.value_head": "categorical"}, "network.value_head"),
         ({"search.policy": "alphabeta"}, "search.policy"),
         ({"search.dirichlet_fraction": 1.5}, "search.dirichlet_fraction"),
         ({"search.value_scale": 0}, "search.value_scale"),

@@ -221,3 +221,22 @@ def test_augment_applies_the_same_symmetry_to_observation_and_policy(game_name, 
         if len(names) == 1:
             used.add(names[0])
     assert len(cell_maps) == num_transforms and used == set(cell_maps)
+
+
+@pytest.mark.parametrize("mix", [0.0, 0.5, 0.8])
+def test_the_wdl_target_is_a_distribution_whose_win_minus_loss_is_the_value_target(mix):
+    """For the player to move: the game's outcome as one-hot, blended with the search's share spread over the win,
+    draw and loss it lies between; P(win) - P(loss) gives back the blended value target."""
+    rng = np.random.default_rng(0)
+    outcome = rng.integers(-1, 2, 500).astype(np.float32)
+    share = rng.uniform(-1, 1, 500).astype(np.float32)
+    value_target = replay.blend(jnp.asarray(outcome), jnp.asarray(share), mix)
+    target = np.asarray(replay.wdl_target(value_target, jnp.asarray(outcome), mix))
+    assert target.shape == (500, 3) and np.all(target >= 0)
+    np.testing.assert_allclose(target.sum(-1), 1.0, atol=1e-6)
+    np.testing.assert_allclose(target[:, 0] - target[:, 2], value_target, atol=1e-5)
+    if not mix:
+        np.testing.assert_array_equal(target, np.eye(3)[(1 - outcome).astype(int)])  # win, draw, loss
+    else:  # a won game whose search said -0.5: mostly a win, the rest spread between draw and loss
+        np.testing.assert_allclose(replay.wdl_target(jnp.asarray([(1 - mix) - 0.5 * mix]), jnp.asarray([1.0]), mix),
+                                   [[(1 - mix), mix * 0.5, mix * 0.5]], atol=1e-6)

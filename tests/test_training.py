@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
@@ -13,7 +14,7 @@ from flax import traverse_util
 from azjax import config as config_lib
 from azjax.config import TrainConfig
 from azjax.networks import init_variables, make_network
-from azjax.replay import Batch
+from azjax.replay import Batch, wdl_target
 from azjax.training import (
     TrainState,
     budget_progress,
@@ -135,11 +136,44 @@ def test_the_reply_head_adds_its_weighted_cross_entropy(parts, variables, batch,
     assert "reply_head" in variables["params"] and "reply_head" not in plain_variables["params"]  # 0: no head
 
 
+def test_the_wdl_head_is_trained_by_cross_entropy_and_its_value_is_win_minus_loss(parts, batch, tiny_config):
+    """With network.value_head "wdl" the value head gives win/draw/loss logits for the player to move, the value is
+    P(win) - P(loss), and the loss has the cross-entropy against `wdl_target` in the MSE's place ("value_loss"
+    stays the MSE, for comparison with a scalar head)."""
+    config = TrainConfig(weight_decay=0.0, value_target_mix=0.5)
+    network_config = dataclasses.replace(tiny_config.network, value_head="wdl")
+    network = make_network(network_config, parts.game.num_actions)
+    variables = init_variables(network, jax.random.key(0), parts.game.observation_shape)
+    outcome = jnp.asarray([1, -1, 0, 1, -1, 0, 1, 1], jnp.float32)
+    share = np.random.default_rng(2).uniform(-1, 1, NUM_POSITIONS).astype(np.float32)
+    with_outcome = batch.replace(value_target=0.5 * outcome + 0.5 * share, outcome=outcome)
+
+    def loss_and_outputs(params, batch_stats, batch):
+        loss, (metrics, _) = compute_loss(params, batch_stats, batch, network=network, config=config)
+        (logits, value), sown = network.apply({"params": params, "batch_stats": batch_stats}, batch.observation,
+                                              train=True, mutable=["batch_stats", "intermediates"])
+        return loss, metrics, logits, value, sown["intermediates"]["value_logits"][0]
+
+    loss, metrics, logits, value, outcome_logits = jax.device_get(
+        jax.jit(loss_and_outputs)(variables["params"], variables["batch_stats"], with_outcome))
+    probabilities = np.asarray(jax.nn.softmax(outcome_logits))
+    np.testing.assert_allclose(value, probabilities[:, 0] - probabilities[:, 2], atol=1e-6)
+    target = np.asarray(wdl_target(with_outcome.value_target, outcome, 0.5))
+    cross_entropy = -np.sum(target * np.asarray(jax.nn.log_softmax(outcome_logits), np.float64), axis=-1).mean()
+    policy = -np.sum(np.asarray(batch.policy_target) * np.asarray(jax.nn.log_softmax(logits)), axis=-1).mean()
+    assert metrics["value_cross_entropy"] == pytest.approx(cross_entropy, rel=1e-5)
+    mse = np.mean((value - np.asarray(with_outcome.value_target)) ** 2)
+    assert metrics["value_loss"] == pytest.approx(mse, rel=1e-5)
+    assert loss == pytest.approx(policy + cross_entropy, rel=1e-5)
+    assert "wdl_head" in variables["params"]
+
+
 def test_a_run_with_playout_caps_reply_targets_and_surprise_weighting_trains(tiny_config):
     """An iteration with playout-cap randomisation (half the steps fast), the opponent-reply head, policy
-    surprise weighting, TD(lambda) value targets over kept unfinished games and deeper searches for the 3 games
-    nearest their start trains: its metrics are finite, the reply head learns, and replay holds the reply targets
-    and each position's surprise (0 after a fast search, which has no policy target)."""
+    surprise weighting, TD(lambda) value targets over kept unfinished games, deeper searches for the 3 games
+    nearest their start and a win/draw/loss value head trains: its metrics are finite, the reply head learns, and
+    replay holds the reply targets, each position's surprise (0 after a fast search, which has no policy target)
+    and its game's outcome."""
     config = config_lib.with_overrides(tiny_config, {"selfplay.full_search_fraction": 0.5,
                                                      "selfplay.fast_search_simulations": 2,
                                                      "selfplay.keep_unfinished": True,
@@ -148,7 +182,8 @@ def test_a_run_with_playout_caps_reply_targets_and_surprise_weighting_trains(tin
                                                      "train.reply_policy_weight": 0.15,
                                                      "train.policy_surprise_weight": 0.5,
                                                      "train.value_target_mix": 0.5,
-                                                     "train.value_target_lambda": 0.8})
+                                                     "train.value_target_lambda": 0.8,
+                                                     "network.value_head": "wdl"})
     start = init_run_state(config)
     state, metrics = jax.jit(make_train_iteration(config))(start)
     metrics = jax.device_get(metrics)
@@ -164,6 +199,12 @@ def test_a_run_with_playout_caps_reply_targets_and_surprise_weighting_trains(tin
     searched = np.asarray(state.replay.data.policy_target)[held].sum(-1) > 0
     assert np.all(surprise[~searched] == 0) and np.all(surprise >= -1e-6) and np.any(surprise[searched] > 0)
     assert float(metrics["policy_surprise"]) > 0
+    # The WDL head's outcomes: each ready position's game outcome for its player to move, the one its blended value
+    # target holds half of (the other half, the search's share, lies in [-1, 1]).
+    outcome, target = np.asarray(state.replay.data.outcome)[held], np.asarray(state.replay.data.value_target)[held]
+    assert set(np.unique(outcome)) <= {-1.0, 0.0, 1.0} and len(np.unique(outcome)) > 1
+    assert np.all(np.abs(target - 0.5 * outcome) <= 0.5 + 1e-6)
+    assert float(metrics["value_cross_entropy"]) > 0
 
 
 def test_train_step_reduces_the_loss_on_a_fixed_batch(parts, variables, batch):

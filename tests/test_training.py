@@ -64,6 +64,25 @@ def _loss_and_raw_outputs(params, batch_stats, batch, *, network, config):
     return loss, metrics, new_stats, logits, value
 
 
+def _loss_and_sown(network, config, variables, batch, name):
+    """compute_loss's loss and metrics on `batch`, with the network's logits, value and the head output it sows
+    as `name` (an extra head's), all on the host."""
+
+    @jax.jit
+    def run(params, batch_stats, batch):
+        loss, (metrics, _) = compute_loss(params, batch_stats, batch, network=network, config=config)
+        (logits, value), sown = network.apply({"params": params, "batch_stats": batch_stats}, batch.observation,
+                                              train=True, mutable=["batch_stats", "intermediates"])
+        return loss, metrics, logits, value, sown["intermediates"][name][0]
+
+    return jax.device_get(run(variables["params"], variables["batch_stats"], batch))
+
+
+def cross_entropy(logits, target):
+    """Per row, in float64: -sum(target x log_softmax(logits))."""
+    return -np.sum(np.asarray(target) * np.asarray(jax.nn.log_softmax(logits), np.float64), axis=-1)
+
+
 def test_compute_loss_is_the_alphazero_formula(parts, variables, batch):
     config = TrainConfig(value_loss_weight=0.7, weight_decay=0.01)
     fn = jax.jit(functools.partial(_loss_and_raw_outputs, network=parts.network, config=config))
@@ -116,16 +135,7 @@ def test_the_reply_head_adds_its_weighted_cross_entropy(parts, variables, batch,
                         jnp.float32).at[::3].set(0.0)  # a game's last move has no reply
     with_reply = batch.replace(reply_target=reply)
 
-    def loss_and_logits(params, batch_stats, batch):
-        loss, (metrics, _) = compute_loss(params, batch_stats, batch, network=network, config=config)
-        (logits, value), sown = network.apply({"params": params, "batch_stats": batch_stats}, batch.observation,
-                                              train=True, mutable=["batch_stats", "intermediates"])
-        return loss, metrics, logits, value, sown["intermediates"]["reply_logits"][0]
-
-    loss, metrics, logits, value, reply_logits = jax.device_get(
-        jax.jit(loss_and_logits)(variables["params"], variables["batch_stats"], with_reply))
-    cross_entropy = lambda logits, target: -np.sum(  # noqa: E731
-        np.asarray(target) * np.asarray(jax.nn.log_softmax(logits), np.float64), axis=-1)
+    loss, metrics, logits, value, reply_logits = _loss_and_sown(network, config, variables, with_reply, "reply_logits")
     has_reply = np.asarray(reply).sum(-1) > 0
     expected_reply = np.mean(cross_entropy(reply_logits, reply)[has_reply])
     expected_policy = np.mean(cross_entropy(logits, batch.policy_target))
@@ -148,23 +158,17 @@ def test_the_wdl_head_is_trained_by_cross_entropy_and_its_value_is_win_minus_los
     share = np.random.default_rng(2).uniform(-1, 1, NUM_POSITIONS).astype(np.float32)
     with_outcome = batch.replace(value_target=0.5 * outcome + 0.5 * share, outcome=outcome)
 
-    def loss_and_outputs(params, batch_stats, batch):
-        loss, (metrics, _) = compute_loss(params, batch_stats, batch, network=network, config=config)
-        (logits, value), sown = network.apply({"params": params, "batch_stats": batch_stats}, batch.observation,
-                                              train=True, mutable=["batch_stats", "intermediates"])
-        return loss, metrics, logits, value, sown["intermediates"]["value_logits"][0]
-
-    loss, metrics, logits, value, outcome_logits = jax.device_get(
-        jax.jit(loss_and_outputs)(variables["params"], variables["batch_stats"], with_outcome))
+    loss, metrics, logits, value, outcome_logits = _loss_and_sown(network, config, variables, with_outcome,
+                                                                  "value_logits")
     probabilities = np.asarray(jax.nn.softmax(outcome_logits))
     np.testing.assert_allclose(value, probabilities[:, 0] - probabilities[:, 2], atol=1e-6)
     target = np.asarray(wdl_target(with_outcome.value_target, outcome, 0.5))
-    cross_entropy = -np.sum(target * np.asarray(jax.nn.log_softmax(outcome_logits), np.float64), axis=-1).mean()
-    policy = -np.sum(np.asarray(batch.policy_target) * np.asarray(jax.nn.log_softmax(logits)), axis=-1).mean()
-    assert metrics["value_cross_entropy"] == pytest.approx(cross_entropy, rel=1e-5)
+    value_cross_entropy = np.mean(cross_entropy(outcome_logits, target))
+    policy = np.mean(cross_entropy(logits, batch.policy_target))
+    assert metrics["value_cross_entropy"] == pytest.approx(value_cross_entropy, rel=1e-5)
     mse = np.mean((value - np.asarray(with_outcome.value_target)) ** 2)
     assert metrics["value_loss"] == pytest.approx(mse, rel=1e-5)
-    assert loss == pytest.approx(policy + cross_entropy, rel=1e-5)
+    assert loss == pytest.approx(policy + value_cross_entropy, rel=1e-5)
     assert "wdl_head" in variables["params"]
 
 

@@ -222,6 +222,9 @@ def _add_eval_and_play(commands) -> None:
     evaluate.add_argument("--position-set", metavar="NAME", help="with --positions: another set of the game's "
                           "instead of its own (connect_four: pons, Pascal Pons's six published benchmark sets of "
                           "1000 positions)")
+    evaluate.add_argument("--strata", nargs="+", metavar="NAME", help="with --positions: judge only the positions "
+                          "of these strata (connect_four: begin-easy begin-medium begin-hard middle-easy "
+                          "middle-medium end-easy), e.g. a costly search where it is not yet perfect")
     evaluate.add_argument("--seed", type=int, default=0, help="the random seed (default: 0)")
     evaluate.add_argument("--no-progress", action="store_true", help="on a terminal, no line that shows the games "
                           "finished (the positions judged, with --positions) and the time spent (with it, a match's "
@@ -367,6 +370,8 @@ def _eval_matches(args: argparse.Namespace) -> int:
         raise bots.SpecError("--record writes the games of matches, and --positions plays none")
     if args.position_set is not None and not args.positions:
         raise bots.SpecError("--position-set names the set that --positions judges on: give --positions too")
+    if args.strata is not None and not args.positions:
+        raise bots.SpecError("--strata names the strata that --positions judges: give --positions too")
     if args.positions:
         return _judge_on_positions(args)
     if len(args.agents) < 2:
@@ -489,7 +494,13 @@ def _judge_on_positions(args: argparse.Namespace) -> int:
     if labelled is None:
         raise bots.SpecError(f"{game.name} has no labelled positions to judge agents on (tic_tac_toe and "
                                "connect_four have; see azjax.solver.positions.register for your own game)")
-    which = f" of the set {args.position_set} ({', '.join(labelled.strata)})" if args.position_set else ""
+    if args.strata is not None:
+        try:
+            labelled = labelled.only(args.strata)
+        except ValueError as error:
+            raise bots.SpecError(f"--strata: {error}") from None
+    which = f" of the set {args.position_set}" if args.position_set else ""
+    which += f" ({', '.join(labelled.strata)})" if args.position_set or args.strata else ""
     print(f"{game.name}: {len(args.agents)} agent(s) judged on {labelled.num_positions} solved positions{which}.",
           flush=True)
     results = {}
@@ -507,7 +518,8 @@ def _judge_on_positions(args: argparse.Namespace) -> int:
         print(f"\n{bot.name}:\n{report.format()}", flush=True)
         results[bot.name] = report.to_dict()
     if args.json is not None and parallel.is_primary():
-        args.json.write_text(json.dumps(dict(game=game.name, position_set=args.position_set, positions=results),
+        args.json.write_text(json.dumps(dict(game=game.name, position_set=args.position_set,
+                                             strata=list(labelled.strata), positions=results),
                                         indent=2) + "\n")
         print(f"Results written to {args.json}")
     return 0

@@ -3,7 +3,8 @@ of its search, per stratum, beside its network alone.
 
     python experiments/search_curve.py                                   # the shipped Connect Four agent, 16-512
     python experiments/search_curve.py runs/c4 pretrained:connect_four --simulations 16 64 256
-    python experiments/search_curve.py --position-set pons               # on Pascal Pons's sets (those labelled)
+    python experiments/search_curve.py --position-set pons               # on Pascal Pons's sets
+    python experiments/search_curve.py --simulations 1024 --strata begin-hard   # some strata only
 
 For each agent (anything `azjax eval` takes that has a network: a run, an export, pretrained:GAME), its network's
 top move (`greedy:AGENT`) and then its search at each of --simulations (its own search policy, no root noise) judge
@@ -56,6 +57,8 @@ def report(results: dict[str, Any]) -> str:
     strata = results["strata"]
     info = results["machine"]
     which = f"the set {results['position_set']}" if results["position_set"] else "its own labelled positions"
+    if results.get("only_strata"):
+        which += f", {' '.join(strata)} only"
     lines = [
         f"# What play-time search buys: {results['game']}, {which}",
         "",
@@ -82,6 +85,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--simulations", type=int, nargs="+", default=list(DEFAULT_SIMULATIONS),
                         help=f"searches to judge (default: {' '.join(map(str, DEFAULT_SIMULATIONS))})")
     parser.add_argument("--position-set", help="another set of the game's (connect_four: pons)")
+    parser.add_argument("--strata", nargs="+", metavar="NAME", help="judge only these strata's positions, e.g. "
+                        "the three not yet near 100%% for a long search: begin-medium begin-hard middle-medium")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=pathlib.Path, help="the markdown file (its .json beside it)")
     args = parser.parse_args(argv)
@@ -97,8 +102,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         parser.error(str(error))
     if labelled is None:
         parser.error(f"{game.name} has no labelled positions")
+    if args.strata is not None:
+        try:
+            labelled = labelled.only(args.strata)
+        except ValueError as error:
+            parser.error(f"--strata: {error}")
     device = jax.devices()[0]
     results = {"game": game.name, "position_set": args.position_set, "strata": list(labelled.strata),
+               "only_strata": args.strata is not None,
                "command": " ".join(argv if argv is not None else sys.argv[1:]),
                "device": f"{device.platform} ({device.device_kind})", "machine": machine_info(), "rows": []}
     suffix = f"_{args.position_set}" if args.position_set else ""

@@ -156,9 +156,24 @@ def test_eval_judges_on_the_pons_sets(tmp_path, capsys):
         assert 0.0 <= report[f"optimal_move_rate/{name}"] <= 1.0
 
 
+def test_eval_judges_some_strata_only(tmp_path, capsys):
+    path = tmp_path / "judged.json"
+    assert cli.main(["eval", "onestep", "--positions", "--position-set", "pons", "--strata", "end-easy",
+                     "begin-hard", "--game", "connect_four", "--json", str(path)]) == 0
+    assert "judged on 2000 solved positions of the set pons (begin-hard, end-easy)" in capsys.readouterr().out
+    judged = json.loads(path.read_text())
+    assert judged["strata"] == ["begin-hard", "end-easy"]
+    report = judged["positions"]["onestep"]
+    assert {"optimal_move_rate/begin-hard", "optimal_move_rate/end-easy"} <= set(report)
+    assert not any(key.endswith("medium") or key.endswith("begin-easy") for key in report)
+
+
 @pytest.mark.parametrize("arguments, message", [
     (["--position-set", "pons", "onestep", "random"], "give --positions too"),
     (["--positions", "--position-set", "bogus", "onestep"], "--position-set: connect_four has no set"),
+    (["onestep", "random", "--strata", "begin-hard"], "--strata names the strata that --positions judges"),
+    (["onestep", "--positions", "--strata", "begin-hardest"], "--strata: no stratum named 'begin-hardest'; the "
+                                                               "strata are begin-easy"),
 ])
 def test_eval_refuses_a_set_without_positions_or_an_unknown_one(arguments, message, capsys):
     assert cli.main(["eval", "--game", "connect_four", *arguments]) == 2

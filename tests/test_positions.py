@@ -127,6 +127,34 @@ def test_judge_counts_per_stratum_with_intervals():
     assert "b" in report.format()
 
 
+def test_only_keeps_the_named_strata_and_judges_them_alike(labelled):
+    chosen = labelled.only(["end-easy", "begin-hard"])
+    assert chosen.strata == ("begin-hard", "end-easy")  # the set's order, not the request's
+    rows = np.flatnonzero(np.isin(labelled.stratum, [sets.STRATA.index("begin-hard"), sets.STRATA.index("end-easy")]))
+    assert chosen.num_positions == len(rows) == 2000
+    assert (np.asarray(chosen.states.board) == np.asarray(labelled.states.board)[rows]).all()
+    assert (chosen.action_outcomes == labelled.action_outcomes[rows]).all()
+    assert (chosen.scores == labelled.scores[rows]).all()
+    assert [chosen.strata[index] for index in chosen.stratum] == [labelled.strata[index] for index in
+                                                                  labelled.stratum[rows]]
+    actions = np.random.default_rng(0).integers(0, 7, labelled.num_positions)
+    whole, part = positions.judge(labelled, actions), positions.judge(chosen, actions[rows])
+    for name in chosen.strata:
+        assert part.moves[name] == whole.moves[name] and part.moves_can_err[name] == whole.moves_can_err[name]
+    assert part.moves["all"].total == 2000
+    alone = labelled.only(["middle-medium"])
+    assert alone.strata == ("middle-medium",) and set(alone.stratum.tolist()) == {0}
+
+
+@pytest.mark.parametrize("names, message", [
+    (["begin-hard", "bogus"], "no stratum named 'bogus'; the strata are begin-easy, begin-medium, begin-hard"),
+    ([], "no stratum named given"),
+])
+def test_only_names_the_strata_there_are(labelled, names, message):
+    with pytest.raises(ValueError, match=message):
+        labelled.only(names)
+
+
 def test_value_accuracy_leaves_out_positions_without_an_estimate():
     """A NaN value is no estimate: not a guess of a draw (the drawn position 1 would count as a hit), and not in
     the total."""

@@ -31,3 +31,6 @@ def test_bad_simulations_or_an_unknown_set_are_refused(load_experiment, capsys):
         with pytest.raises(SystemExit):
             script.main(["pretrained:tic_tac_toe", "--position-set", "pons"])
         assert "no set of labelled positions named 'pons'" in capsys.readouterr().err
+        with pytest.raises(SystemExit):
+            script.main(["pretrained:connect_four", "--strata", "begin-hardest"])
+        assert "--strata: no stratum named 'begin-hardest'; the strata are begin-easy" in capsys.readouterr().err

@@ -8,6 +8,7 @@ outcome.
 
     labelled = positions.load("connect_four")        # None for a game without labelled positions
     report = positions.judge(labelled, actions)      # actions int [N]: the move an agent plays in each position
+    hard = labelled.only(["begin-hard"])            # a subset: the positions of some strata
 
 Built in: tic-tac-toe (every one of its 4520 non-terminal positions, one stratum "all", from the exhaustive
 solver) and Connect Four (six sets of 1000 positions reached by uniformly random play, shipped with the package
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -74,6 +75,30 @@ class LabelledPositions:
         """bool [N]: positions where some legal action changes the outcome (a mistake is possible)."""
         legal = self.action_outcomes != ILLEGAL
         return np.any(legal & ~self.optimal_actions, axis=1)
+
+    def only(self, strata: Sequence[str]) -> LabelledPositions:
+        """The positions of the named strata alone, e.g. `only(["begin-hard"])` to judge a costly search where it
+        is not yet perfect; the strata keep this set's order.
+
+        Raises:
+          ValueError: a name is not one of `strata` (the message names those there are), or none is given.
+        """
+        unknown = [name for name in strata if name not in self.strata]
+        if unknown or not strata:
+            raise ValueError(f"no stratum named {', '.join(map(repr, unknown)) or 'given'}; the strata are "
+                             f"{', '.join(self.strata)}")
+        kept = [index for index, name in enumerate(self.strata) if name in strata]
+        rows = np.flatnonzero(np.isin(self.stratum, kept))
+        renumber = np.full(len(self.strata), -1, np.int32)
+        renumber[kept] = np.arange(len(kept), dtype=np.int32)
+        return dataclasses.replace(
+            self,
+            states=jax.tree.map(lambda leaf: leaf[rows], self.states),
+            action_outcomes=self.action_outcomes[rows],
+            stratum=renumber[self.stratum[rows]],
+            strata=tuple(self.strata[index] for index in kept),
+            scores=None if self.scores is None else self.scores[rows],
+        )
 
 
 # --------------------------------------------------------------------------------------------------------------

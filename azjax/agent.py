@@ -7,6 +7,7 @@
     logits, value = agent.policy_value(states)        # [8, A] masked logits, [8] value for the side to move
     actions = agent.act(key, states)                   # with search (the run's search config)
     actions = agent.act(key, states, search=False)     # the network's top move
+    chances = agent.outcome_probabilities(states)     # [8, 3] win/draw/loss, a network with --network.value_head wdl
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import jax.numpy as jnp
 
 from azjax import checkpointing, games
 from azjax.config import Config, SearchConfig
-from azjax.networks import AlphaZeroNetwork, inference_fn, network_of
+from azjax.networks import AlphaZeroNetwork, inference_fn, network_of, outcome_probabilities
 from azjax.search import evaluate_states, make_search_fn
 
 
@@ -37,6 +38,15 @@ class Agent:
         """The network on a batch of states: logits [B, A] (illegal actions at the float minimum) and the value
         [B] in [-1, 1] for each state's player to move."""
         return _policy_value(self.network, self.game, self.variables, states)
+
+    def outcome_probabilities(self, states: games.State) -> jax.Array:
+        """The chances [B, 3] of a win, a draw and a loss for each state's player to move (in that order), of an
+        agent whose network has a win/draw/loss value head (`--network.value_head wdl`); win - loss is its value.
+
+        Raises:
+          ValueError: the agent's value head is a scalar one (no draw share to give).
+        """
+        return _outcome_probabilities(self.network, self.game, self.variables, states)
 
     def act(
         self,
@@ -79,6 +89,11 @@ class Agent:
 def _policy_value(network, game, variables, states):
     apply_fn = inference_fn(network)
     return evaluate_states(apply_fn, variables, game, states)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _outcome_probabilities(network, game, variables, states):
+    return outcome_probabilities(network, variables, jax.vmap(game.observe)(states))
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1, 2))

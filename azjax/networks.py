@@ -207,6 +207,21 @@ def wdl_value(outcome_logits: jax.Array) -> jax.Array:
     return probabilities[..., 0] - probabilities[..., 2]
 
 
+def outcome_probabilities(network: AlphaZeroNetwork, variables: dict, observations: jax.Array) -> jax.Array:
+    """The probabilities [B, 3] of a win, a draw and a loss for the player to move, in that order, of a network
+    with a win/draw/loss value head (`value_head="wdl"`), in inference mode; their win - loss is its value.
+
+    Raises:
+      ValueError: the network's value head is a scalar one, which gives an expected outcome and no draw share.
+    """
+    if network.value_head != "wdl":
+        raise ValueError(f"the network's value head is {network.value_head!r}: it gives one expected outcome in "
+                         "[-1, 1], not the chances of a win, a draw and a loss (train with "
+                         "--network.value_head wdl for those)")
+    _, sown = network.apply(variables, observations, train=False, mutable=["intermediates"])
+    return jax.nn.softmax(sown["intermediates"]["value_logits"][0], axis=-1)
+
+
 ApplyFn = Callable[[dict, jax.Array], tuple[jax.Array, jax.Array]]
 """A network in inference mode: (variables, observations [B, ...]) -> (logits [B, A], value [B])."""
 

@@ -261,16 +261,11 @@ def test_the_analysis_of_a_position(client):
 
 @pytest.fixture(scope="module")
 def untrained_agent(tmp_path_factory, tiny_config):
-    """An untrained TINY tic-tac-toe network, packaged as an agent directory (nothing trained, nothing compiled)."""
-    from azjax import pretrained
-    from azjax.networks import init_variables, make_network
+    """A TINY tic-tac-toe network of random parameters, packaged as an agent directory (nothing trained)."""
+    from tiny import write_random_agent
 
-    game = make("tic_tac_toe")
-    network = make_network(tiny_config.network, game.num_actions)
-    variables = jax.jit(lambda: init_variables(network, jax.random.key(0), game.observation_shape))()  # one compile
-    #   beats many eager ops
     path = tmp_path_factory.mktemp("agent") / "tiny"
-    pretrained.write(path, tiny_config, variables, {"observation_version": game.observation_version})
+    write_random_agent(path, tiny_config)
     return path
 
 
@@ -286,12 +281,58 @@ def test_a_network_agent_shows_its_visits_values_and_the_networks_prior(untraine
     candidates = analysis["candidates"]
     assert len(candidates) == 9 and analysis["num_legal"] == 9
     assert isinstance(analysis["network_value"], float) and isinstance(analysis["value"], float)
+    assert analysis["network_outcomes"] is None  # a scalar value head: no draw share to show
     assert sum(c["visits"] for c in candidates) == 8 and candidates[0]["action"] == analysis["action"]
     assert sum(c["visit_share"] for c in candidates) == pytest.approx(1.0)
     assert sum(c["prior"] for c in candidates) == pytest.approx(1.0, abs=1e-5)
     assert [c["visits"] for c in candidates] == sorted((c["visits"] for c in candidates), reverse=True)
     assert "unknown agent" in assert_refused(client.post("/api/games", json={"players": [HUMAN, "az:elsewhere"]}))
     with_network.close()
+
+
+def test_a_win_draw_loss_network_shows_its_chances_for_the_player_to_move(tmp_path, tiny_config):
+    """A network with `--network.value_head wdl`: the agent and the page give its chances of a win, a draw and a
+    loss for the player to move, whose win - loss is its value."""
+    import dataclasses
+
+    import numpy as np
+    from tiny import write_random_agent
+
+    from azjax.agent import load_agent
+
+    game = make("tic_tac_toe")
+    config = dataclasses.replace(tiny_config, network=dataclasses.replace(tiny_config.network, value_head="wdl"))
+    path = tmp_path / "wdl"
+    write_random_agent(path, config)
+
+    agent = load_agent(path)
+    states = jax.vmap(game.init)(jax.random.split(jax.random.key(2), 3))
+    states = jax.vmap(game.step)(states, jax.numpy.array([0, 4, 8]))  # O to move: the sign is the mover's
+    chances = np.asarray(agent.outcome_probabilities(states))
+    assert chances.shape == (3, 3) and np.allclose(chances.sum(axis=1), 1.0, atol=1e-6)
+    assert chances.std() > 0.01  # not the uniform third each
+    np.testing.assert_allclose(chances[:, 0] - chances[:, 2], agent.policy_value(states)[1], atol=1e-5)
+
+    spec = f"greedy:{path}"
+    served = GameServer.from_specs([spec])
+    client = create_app(served).test_client()
+    view = new_game(client, (HUMAN, spec))
+    client.post(f"/api/games/{view['id']}/moves", json={"action": 4})
+    route = f"/api/games/{view['id']}/analysis?agent={spec}&ply=1"
+    analysis = wait_until(lambda: (r := client.get(route)).status_code == 200 and r.json, "the analysis")
+    outcomes = analysis["network_outcomes"]
+    assert set(outcomes) == {"win", "draw", "loss"} and sum(outcomes.values()) == pytest.approx(1.0, abs=1e-5)
+    assert outcomes["win"] - outcomes["loss"] == pytest.approx(analysis["network_value"], abs=1e-5)
+    assert outcomes["win"] == pytest.approx(float(chances[1, 0]), abs=1e-5)  # after 4 (b2), as above
+    served.close()
+
+
+def test_a_scalar_value_head_gives_no_draw_share():
+    from azjax.agent import load_agent
+
+    agent = load_agent("pretrained:tic_tac_toe")
+    with pytest.raises(ValueError, match=r"value head is 'scalar'.*--network.value_head wdl"):
+        agent.outcome_probabilities(jax.vmap(agent.game.init)(jax.random.split(jax.random.key(0), 2)))
 
 
 def test_a_network_of_an_older_observation_is_analysed_on_todays_game():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import threading
 from pathlib import Path
@@ -42,13 +43,27 @@ def _chromium() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def url(tmp_path_factory):
+def wdl_agent(tmp_path_factory, tiny_config) -> str:
+    """A tiny network with a win/draw/loss value head (random parameters), as the agent greedy:PATH."""
+    import dataclasses
+
+    from tiny import write_random_agent
+
+    path = tmp_path_factory.mktemp("agents") / "wdl"
+    write_random_agent(path, dataclasses.replace(
+        tiny_config, network=dataclasses.replace(tiny_config.network, value_head="wdl")))
+    return f"greedy:{path}"
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory, wdl_agent):
     record = tmp_path_factory.mktemp("records") / "match.json"
     record.write_text(json.dumps({
         "format": "azjax-games", "version": 1, "game": "tic_tac_toe", "agents": ["random", "onestep"],
         "games": [{"players": ["onestep", "random"], "moves": RECORDED, "opening_moves": 0, "outcome": 1.0}],
     }))
-    agents = ["random", "mcts:8", "pretrained:tic_tac_toe"]  # the last: a shipped network with its search
+    agents = ["random", "mcts:8", "pretrained:tic_tac_toe", wdl_agent]  # a shipped network with its search; a
+    #   network with a win/draw/loss head
     if os.environ.get(SCREENSHOT_ENV):
         agents.append("pretrained:connect_four")
     http = make_http_server(GameServer.from_specs(agents, records=[record]), "127.0.0.1", 0)
@@ -193,6 +208,21 @@ def test_watch_random_against_mcts_to_the_end(driver, url):
     wait(driver, lambda d: " wins." in text(d, "status") or text(d, "status") == "Draw.", "the end of the game")
     assert num_moves(driver) >= 5
     assert not driver.find_elements(By.CSS_SELECTOR, "#board rect.square.playable")  # nobody clicks for agents
+
+
+def test_a_win_draw_loss_network_shows_its_chances(driver, url, wdl_agent):
+    open_page(driver, url)
+    new_game_against(driver, "random")
+    Select(driver.find_element(By.ID, "analyst")).select_by_value(wdl_agent)
+    summary = "#analysis .summary"
+    wait(driver, lambda d: "draw" in "".join(e.text for e in d.find_elements(By.CSS_SELECTOR, summary)),
+         "the network's chances")
+    shown = driver.find_element(By.CSS_SELECTOR, summary).text
+    assert re.search(r"the network's value [+-]?\d\.\d\d \(win [\d.]+% · draw [\d.]+% · loss [\d.]+%\)$", shown), shown
+    Select(driver.find_element(By.ID, "analyst")).select_by_value("pretrained:tic_tac_toe")  # a scalar head
+    wait(driver, lambda d: "pretrained:tic_tac_toe plays" in d.find_element(By.CSS_SELECTOR, summary).text,
+         "the shipped agent's analysis")
+    assert "draw" not in driver.find_element(By.CSS_SELECTOR, summary).text
 
 
 def test_open_a_recorded_game_and_step_through_it(driver, url):

@@ -22,3 +22,26 @@ TINY_OVERRIDES = {
 def cli_args(overrides: dict) -> list[str]:
     """`azjax train` options for these settings (all but num_iterations, which --iterations gives)."""
     return [arg for name, value in overrides.items() if name != "num_iterations" for arg in (f"--{name}", str(value))]
+
+
+def write_random_agent(path, config) -> None:
+    """Writes an agent directory (as `azjax export` does) for tic-tac-toe with `config`'s network, its parameters
+    random (every one, a zero-initialised output layer included), so that its figures are not a uniform network's.
+    One compilation."""
+    import jax
+
+    from azjax import games, pretrained
+    from azjax.networks import init_variables, make_network
+
+    game = games.make("tic_tac_toe")
+    network = make_network(config.network, game.num_actions)
+
+    @jax.jit
+    def random_network() -> dict:
+        variables = init_variables(network, jax.random.key(0), game.observation_shape)
+        leaves, tree = jax.tree.flatten(variables["params"])
+        keys = jax.random.split(jax.random.key(1), len(leaves))
+        noisy = [leaf + jax.random.normal(key, leaf.shape) for leaf, key in zip(leaves, keys, strict=True)]
+        return dict(variables, params=jax.tree.unflatten(tree, noisy))
+
+    pretrained.write(path, config, random_network(), {"observation_version": game.observation_version})

@@ -122,6 +122,11 @@ class _Worker:
             job()  # jobs catch their own errors (`GameServer._run_analysis`)
 
 
+NetworkEvaluator = Callable[[State], tuple[jax.Array, jax.Array, jax.Array | None]]
+"""A network on a batch of states [B]: masked logits [B, A], the value [B] and, for a network with a win/draw/loss
+value head, those chances [B, 3] (else None), all for the player to move."""
+
+
 @dataclasses.dataclass(eq=False)
 class ServedAgent:
     """An agent ready for one game: its bot with `analyse` jitted for one position, the network's own prior and
@@ -130,7 +135,7 @@ class ServedAgent:
     spec: str
     game: ServedGame
     analyse: Callable[[jax.Array, State], bots.Analysis]  # jitted, states [1]
-    evaluate: Callable[[State], tuple[jax.Array, jax.Array]] | None  # jitted network: logits [1, A], value [1]
+    evaluate: NetworkEvaluator | None  # jitted network: logits [1, A], value [1], win/draw/loss [1, 3] or None
     worker: _Worker
 
     def analysis(self, key: jax.Array, state: State, last_move: int | None = None) -> dict:
@@ -162,12 +167,12 @@ def network_source(spec: str) -> str | None:
     return spec
 
 
-def _network_evaluator(spec: str) -> Callable[[State], tuple[jax.Array, jax.Array]] | None:
-    """The jitted network (masked logits [B, A], value [B]) of an agent with one, else None; it observes the states
-    as the network was trained to read them (its game's observation version, which may be older than the served
+def _network_evaluator(spec: str) -> NetworkEvaluator | None:
+    """The jitted network of an agent with one (`NetworkEvaluator`), else None; it observes the states as the
+    network was trained to read them (its game's observation version, which may be older than the served
     game's)."""
     from azjax.agent import load_agent
-    from azjax.networks import inference_fn
+    from azjax.networks import inference_fn, outcome_probabilities
     from azjax.search import evaluate_states
 
     source = network_source(spec)
@@ -175,7 +180,15 @@ def _network_evaluator(spec: str) -> Callable[[State], tuple[jax.Array, jax.Arra
         return None
     shipped = bots.shipped_game(source)
     agent = load_agent(pretrained.PREFIX + shipped if shipped is not None else source)
-    return jax.jit(functools.partial(evaluate_states, inference_fn(agent.network), agent.variables, agent.game))
+
+    def evaluate(states: State) -> tuple[jax.Array, jax.Array, jax.Array | None]:
+        logits, value = evaluate_states(inference_fn(agent.network), agent.variables, agent.game, states)
+        if agent.network.value_head != "wdl":
+            return logits, value, None
+        return logits, value, outcome_probabilities(agent.network, agent.variables,
+                                                    jax.vmap(agent.game.observe)(states))
+
+    return jax.jit(evaluate)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -747,21 +760,26 @@ def _number(value: Any) -> float | None:
 
 
 def describe_analysis(served: ServedGame, state: State, analysis: bots.Analysis,
-                      network: tuple[np.ndarray, np.ndarray] | None, *, last_move: int | None = None,
+                      network: tuple[np.ndarray, np.ndarray, np.ndarray | None] | None, *,
+                      last_move: int | None = None,
                       policy_is_visits: bool = False) -> dict:
     """An agent's analysis of one position (batch element 0) as the page shows it: the move it plays, its value of
     the position and the network's (None where it has none), and its candidate moves, the most searched first
     (else the most likely under its policy): each with its share of the visits, its value, the network's prior
     and the agent's policy, None where the agent has no such figure (`policy_is_visits`: the policy is the
-    search's visit shares, without counts, as UCT's is). Values are for the player to move.
-    `annotated_svg` is the board (`last_move` marked) with the candidates' shares on their squares."""
+    search's visit shares, without counts, as UCT's is). Values are for the player to move, and so are the
+    network's chances of a win, a draw and a loss (`network_outcomes`, where its value head gives them:
+    `network`'s third element [1, 3]; else None). `annotated_svg` is the board (`last_move` marked) with the
+    candidates' shares on their squares."""
     legal = np.asarray(state.legal_action_mask)
     policy = np.asarray(analysis.policy[0], dtype=float)
     action_values = np.asarray(analysis.action_values[0], dtype=float)
     visits = None if analysis.visits is None else np.asarray(analysis.visits[0], dtype=float)
-    prior = network_value = None
+    prior = network_value = network_outcomes = None
     if network is not None:
-        logits, value = network
+        logits, value, outcomes = network
+        if outcomes is not None:
+            network_outcomes = dict(zip(("win", "draw", "loss"), map(float, np.asarray(outcomes[0])), strict=True))
         masked = np.where(legal, np.asarray(logits[0], dtype=float), -np.inf)
         prior = np.exp(masked - masked.max())
         prior /= prior.sum()
@@ -792,6 +810,7 @@ def describe_analysis(served: ServedGame, state: State, analysis: bots.Analysis,
         "move": served.move_names[action],
         "value": _number(analysis.value[0]),
         "network_value": network_value,
+        "network_outcomes": network_outcomes,
         "num_legal": int(legal.sum()),
         "candidates": candidates,
         "annotated_svg": drawing.to_svg(served.game, state, last_move=last_move, annotations=annotations),

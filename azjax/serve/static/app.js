@@ -422,12 +422,18 @@ function showAnalysis(analysis) {
     [" · its value ", signed(analysis.value)],
     [" · the network's value ", signed(analysis.network_value)],
   ];
+  const outcomes = analysis.network_outcomes;  // a win/draw/loss value head's chances, for the player to move
+  if (outcomes) {
+    parts.push([" (win ", percent(outcomes.win)], [" · draw ", percent(outcomes.draw)],
+               [" · loss ", percent(outcomes.loss)]);
+  }
   for (const [label, value] of parts) {
     summary.append(document.createTextNode(label));
     const strong = document.createElement("b");
     strong.textContent = value;
     summary.append(strong);
   }
+  if (outcomes) summary.append(document.createTextNode(")"));
   box.append(summary);
   const table = document.createElement("table");
   table.id = "candidates";

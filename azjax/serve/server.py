@@ -172,8 +172,8 @@ def _network_evaluator(spec: str) -> NetworkEvaluator | None:
     network was trained to read them (its game's observation version, which may be older than the served
     game's)."""
     from azjax.agent import load_agent
-    from azjax.networks import inference_fn, outcome_probabilities
-    from azjax.search import evaluate_states
+    from azjax.networks import apply_with_outcomes
+    from azjax.search import masked_logits
 
     source = network_source(spec)
     if source is None:
@@ -181,12 +181,10 @@ def _network_evaluator(spec: str) -> NetworkEvaluator | None:
     shipped = bots.shipped_game(source)
     agent = load_agent(pretrained.PREFIX + shipped if shipped is not None else source)
 
-    def evaluate(states: State) -> tuple[jax.Array, jax.Array, jax.Array | None]:
-        logits, value = evaluate_states(inference_fn(agent.network), agent.variables, agent.game, states)
-        if agent.network.value_head != "wdl":
-            return logits, value, None
-        return logits, value, outcome_probabilities(agent.network, agent.variables,
-                                                    jax.vmap(agent.game.observe)(states))
+    def evaluate(states: State) -> tuple[jax.Array, jax.Array, jax.Array | None]:  # one pass of the network
+        logits, value, outcomes = apply_with_outcomes(agent.network, agent.variables,
+                                                      jax.vmap(agent.game.observe)(states))
+        return masked_logits(logits, states.legal_action_mask), value, outcomes
 
     return jax.jit(evaluate)
 

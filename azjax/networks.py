@@ -218,7 +218,9 @@ def outcome_probabilities(network: AlphaZeroNetwork, variables: dict, observatio
         raise ValueError(f"the network's value head is {network.value_head!r}: it gives one expected outcome in "
                          "[-1, 1], not the chances of a win, a draw and a loss (train with "
                          "--network.value_head wdl for those)")
-    return apply_with_outcomes(network, variables, observations)[2]
+    probabilities = apply_with_outcomes(network, variables, observations)[2]
+    assert probabilities is not None  # a WDL head's
+    return probabilities
 
 
 def apply_with_outcomes(network: AlphaZeroNetwork, variables: dict,
@@ -226,7 +228,7 @@ def apply_with_outcomes(network: AlphaZeroNetwork, variables: dict,
     """The network in inference mode, once: logits [B, A], value [B] and, for a win/draw/loss value head, those
     probabilities [B, 3] (else None), all for the player to move."""
     if network.value_head != "wdl":
-        logits, value = network.apply(variables, observations, train=False)
+        logits, value = inference_fn(network)(variables, observations)
         return logits, value, None
     (logits, value), sown = network.apply(variables, observations, train=False, mutable=["intermediates"])
     return logits, value, jax.nn.softmax(sown["intermediates"]["value_logits"][0], axis=-1)

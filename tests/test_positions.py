@@ -92,17 +92,12 @@ def test_a_random_agent_keeps_the_outcome_in_about_60_percent(labelled):
 
 
 def test_the_perfect_player_is_always_right(labelled):
-    subset = np.flatnonzero(labelled.stratum >= sets.STRATA.index("middle-easy"))[::10]
-    small = positions.LabelledPositions(
-        states=jax.tree.map(lambda x: x[subset], labelled.states),
-        action_outcomes=labelled.action_outcomes[subset],
-        stratum=labelled.stratum[subset],
-        strata=labelled.strata,
-    )
+    later = labelled.only(["middle-easy", "middle-medium", "end-easy"])
+    small = later.take(np.arange(0, later.num_positions, 10))
     report = evaluation.judge_bot(jax.random.key(0), bots.make_bot("perfect", games.make("connect_four")), small,
                                   batch_size=128)
-    assert report.moves["all"].hits == report.moves["all"].total == len(subset)
-    assert report.values["all"].hits == len(subset)
+    assert report.moves["all"].hits == report.moves["all"].total == small.num_positions == 300
+    assert report.values["all"].hits == 300
 
 
 def test_judge_counts_per_stratum_with_intervals():
@@ -144,6 +139,27 @@ def test_only_keeps_the_named_strata_and_judges_them_alike(labelled):
     assert part.moves["all"].total == 2000
     alone = labelled.only(["middle-medium"])
     assert alone.strata == ("middle-medium",) and set(alone.stratum.tolist()) == {0}
+
+
+def test_take_keeps_each_position_with_its_labels(labelled):
+    rows = np.array([5999, 0, 2500])
+    taken = labelled.take(rows)
+    assert taken.strata == labelled.strata and taken.num_positions == 3
+    assert (np.asarray(taken.states.board) == np.asarray(labelled.states.board)[rows]).all()
+    assert (taken.action_outcomes == labelled.action_outcomes[rows]).all()
+    assert taken.stratum.tolist() == labelled.stratum[rows].tolist() == [5, 0, 2]
+    assert (taken.scores == labelled.scores[rows]).all()
+
+
+@pytest.mark.parametrize("rows, message", [
+    (np.array([0, 6000]), r"rows must lie in \[0, 6000\)"),
+    (np.array([-1]), r"rows must lie in \[0, 6000\)"),
+    (np.array([True, False]), "rows must be a 1-D array of position indices"),
+    (np.zeros((2, 2), np.int32), "rows must be a 1-D array of position indices"),
+])
+def test_take_refuses_rows_that_are_not_positions(labelled, rows, message):
+    with pytest.raises(ValueError, match=message):
+        labelled.take(rows)
 
 
 @pytest.mark.parametrize("names, message", [

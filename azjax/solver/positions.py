@@ -88,15 +88,27 @@ class LabelledPositions:
             raise ValueError(f"no stratum named {', '.join(map(repr, unknown)) or 'given'}; the strata are "
                              f"{', '.join(self.strata)}")
         kept = [index for index, name in enumerate(self.strata) if name in strata]
-        rows = np.flatnonzero(np.isin(self.stratum, kept))
+        chosen = self.take(np.flatnonzero(np.isin(self.stratum, kept)))
         renumber = np.full(len(self.strata), -1, np.int32)
         renumber[kept] = np.arange(len(kept), dtype=np.int32)
+        return dataclasses.replace(chosen, stratum=renumber[chosen.stratum],
+                                   strata=tuple(self.strata[index] for index in kept))
+
+    def take(self, rows: np.ndarray) -> LabelledPositions:
+        """The positions at `rows` (indices into this set, in their order), e.g. `take(np.arange(0, n, 10))` for
+        every tenth; each keeps its stratum, labels and score, and the strata stay this set's."""
+        rows = np.asarray(rows)
+        if rows.dtype.kind not in "iu" or rows.ndim != 1:
+            raise ValueError(f"rows must be a 1-D array of position indices, got dtype {rows.dtype} and shape "
+                             f"{rows.shape}")
+        if rows.size and not (0 <= rows.min() and rows.max() < self.num_positions):
+            raise ValueError(f"rows must lie in [0, {self.num_positions}) (the set's positions), got "
+                             f"{rows.min()}..{rows.max()}")
         return dataclasses.replace(
             self,
             states=jax.tree.map(lambda leaf: leaf[rows], self.states),
             action_outcomes=self.action_outcomes[rows],
-            stratum=renumber[self.stratum[rows]],
-            strata=tuple(self.strata[index] for index in kept),
+            stratum=self.stratum[rows],
             scores=None if self.scores is None else self.scores[rows],
         )
 

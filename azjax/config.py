@@ -40,7 +40,7 @@ class NetworkConfig:
     value_hidden: int = 64  # units of the value head's hidden layer
     value_head: str = "scalar"  # "scalar": tanh, MSE (AlphaZero); "wdl": win/draw/loss probs, cross-entropy (Lc0)
     global_pooling: bool = False  # KataGo: blocks and the value head also see each channel's board mean and max
-    compute_dtype: str = "float32"  # "bfloat16" computes in bf16 with float32 parameters (use on GPUs/TPUs)
+    compute_dtype: str = "float32"  # "bfloat16" computes in bf16 with float32 parameters (GPUs/TPUs, CPUs with AMX)
 
 
 @dataclasses.dataclass(frozen=True)

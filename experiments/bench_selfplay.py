@@ -317,7 +317,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--compute-dtype", choices=("float32", "bfloat16"), default=defaults.compute_dtype,
-        help=f"the network's computation dtype; bfloat16 is for GPUs/TPUs (default: {defaults.compute_dtype})",
+        help=f"the network's computation dtype; bfloat16 is for GPUs/TPUs and CPUs with AMX "
+             f"(default: {defaults.compute_dtype})",
     )
     parser.add_argument(
         "--quick", action="store_true",

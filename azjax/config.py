@@ -36,8 +36,8 @@ class NetworkConfig:
 
     num_blocks: int = 2  # residual blocks (two 3x3 convolutions each)
     num_channels: int = 32  # channels of the stem and every block
-    value_channels: int = 1  # channels of the value head's 1x1 convolution (AlphaZero's 1; 4: level in Connect Four)
-    value_hidden: int = 64  # units of the value head's hidden layer
+    value_channels: int = 1  # channels of the value head's 1x1 convolution (AlphaZero's 1; Connect Four's CPU preset 4)
+    value_hidden: int = 64  # units of the value head's hidden layer (Connect Four's CPU preset 256)
     value_head: str = "scalar"  # "scalar": tanh, MSE (AlphaZero); "wdl": win/draw/loss probs, cross-entropy (Lc0)
     global_pooling: bool = False  # KataGo: blocks and the value head also see each channel's board mean and max
     compute_dtype: str = "float32"  # "bfloat16" computes in bf16 with float32 parameters (GPUs/TPUs, CPUs with AMX)

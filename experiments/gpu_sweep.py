@@ -51,7 +51,7 @@ from benchmark import machine_info, results_stem
 # The candidates per game, as config overrides on the game's GPU preset. "preset" is the preset itself; "old" the GPU
 # preset before it took the CPU's lessons (azjax/presets.py), field for field; "short" half the moves an iteration
 # (and half the SGD steps: the same samples per played position); "small-net" a smaller network; "more-sims" twice
-# the simulations.
+# the simulations; Connect Four's "value-head" a larger value head.
 _OLD_TRAIN = {"train.learning_rate": 2e-3, "train.lr_schedule": "constant", "train.value_target_mix": 0.0,
               "train.policy_surprise_weight": 0.0, "selfplay.keep_unfinished": False, "selfplay.opening_moves": 0}
 VARIANTS: dict[str, dict[str, dict[str, Any]]] = {
@@ -75,6 +75,9 @@ VARIANTS: dict[str, dict[str, dict[str, Any]]] = {
         "short": {"selfplay.num_steps": 8, "train.num_sgd_steps": 128},
         "small-net": {"network.num_blocks": 4, "network.num_channels": 64},
         "more-sims": {"search.num_simulations": 64},
+        # The value head of 4 channels and 256 units that won its matches at 10 CPU-minutes (three seeds, 0.558 of
+        # 600 games; results/connect_four_budget_cpu.md): unmeasured on an accelerator.
+        "value-head": {"network.value_channels": 4, "network.value_hidden": 256},
     },
     "gomoku": {
         "preset": {},

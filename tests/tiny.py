@@ -1,11 +1,13 @@
 """The TINY settings of the core tests, importable by test modules (`from tiny import TINY_OVERRIDES`) and
 served as fixtures by conftest.py."""
 
-# 1 block x 8 channels, 4 simulations, 8 games x 12 moves (every tic-tac-toe game ends within 9), batch 32.
+# 1 block x 8 channels (a value head of 1 channel and 8 units), 4 simulations, 8 games x 12 moves (every
+# tic-tac-toe game ends within 9), batch 32.
 TINY_OVERRIDES = {
     "network.num_blocks": 1,
     "network.num_channels": 8,
     "network.value_hidden": 8,
+    "network.value_channels": 1,  # whatever the game's preset takes (Connect Four's CPU preset: 4)
     "search.num_simulations": 4,
     "search.max_num_considered_actions": 4,
     "selfplay.num_games": 8,

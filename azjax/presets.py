@@ -90,7 +90,9 @@ def _preset_connect_four_cpu() -> Config:
     # positions near the start (begin-hard 83.4-84.5% against 80.6-82.2%). The cosine's "before" had two seeds, the
     # five pairs of 0-14 two runs at equal iterations. The larger value head is level on the positions (begin-hard
     # 82.8-83.8% against 82.8-84.5%) and won every match, 0.554 [0.513, 0.595] of the three together (at equal
-    # iterations too: 0.535-0.580; experiments/results/connect_four_budget_cpu.md). The rows are of different days
+    # iterations too: 0.535-0.580; experiments/results/connect_four_budget_cpu.md). Its cost, 1.06 x beside another
+    # training, was 1.00 x alone in turns (6.82 s against 6.85 s); one seed at 600 s each, one run after the other,
+    # lost 0.390 in 71 iterations against 87 that the machine's changing speed gave it. The rows are of different days
     # and machines: compare within a row.
     return Config(
         game="connect_four",

@@ -95,9 +95,10 @@ def build_parser() -> argparse.ArgumentParser:
                        "that does not fit is refused, naming what differs)")
     train.add_argument("--iterations", type=int, help="stop after this many iterations in total, counting those "
                        "of a resumed run (sets num_iterations; default: the preset's or the run's)")
-    train.add_argument("--seconds", type=float, help="stop after this many seconds of training (wall clock), or at "
-                       "the config's iterations if sooner (--iterations lifts them; the learning-rate schedule spans "
-                       "whichever ends the run)")
+    train.add_argument("--seconds", type=float, help="train for this many seconds (wall clock, compilation "
+                       "included): a new run trains for the time, whatever its preset's iterations; with --iterations, "
+                       "or resuming a run (its own iterations), whichever ends first; the learning-rate schedule "
+                       "spans what ends the run")
     train.add_argument("--checkpoint-every", type=int, default=10, help="checkpoint every N iterations (and "
                        "always when training stops)")
     train.add_argument("--keep", type=int, default=3, help="keep the last N checkpoints (and the best)")
@@ -592,6 +593,10 @@ def _config_from_args(args: argparse.Namespace):
         overrides["num_iterations"] = args.iterations
     if overrides:
         origin += f", with {', '.join(f'{name}={value}' for name, value in overrides.items())}"
+    if getattr(args, "seconds", None) is not None and args.iterations is None and latest is None:
+        # A new run given a time budget trains for that time: the preset's (or file's) iterations do not cut it short.
+        overrides["num_iterations"] = config_lib.TIME_BUDGET_ITERATIONS
+        origin += f", for {args.seconds:g} s (--seconds; --iterations would cap it)"
     config = config_lib.with_overrides(config, overrides)
     if config.observation_version is not None:
         try:
@@ -708,8 +713,12 @@ def _train(args: argparse.Namespace) -> int:
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     run_dir = args.out or Path("runs") / f"{_file_name(config.game)}-{stamp}"
     plural = "s" if config.num_iterations != 1 else ""
-    print(f"Training {config.game} into {run_dir} ({config.num_iterations} iteration{plural}"
-          + (f", at most {args.seconds:g} s" if args.seconds else "") + ")")
+    if config.num_iterations != config_lib.TIME_BUDGET_ITERATIONS:
+        budget = f"{config.num_iterations} iteration{plural}"
+        budget += f", at most {args.seconds:g} s" if args.seconds else ""
+    else:  # a run its --seconds alone ends (resumed without them: until stopped)
+        budget = f"{args.seconds:g} s" if args.seconds else "until stopped: it began on --seconds alone, none given now"
+    print(f"Training {config.game} into {run_dir} ({budget})")
     print(f"Config: {origin}.")
     if args.checkpoint_every < 1 or args.keep < 1:
         print("azjax train: error: --checkpoint-every and --keep must be >= 1", file=sys.stderr)
@@ -756,10 +765,10 @@ def _train(args: argparse.Namespace) -> int:
             f"{last['iteration']}, {last['time']:.0f} s, {loss}, {last['positions_per_second']:,.0f} positions/s."
         )
         if args.seconds is not None and args.iterations is None and result.stop_reason == "iterations":
-            # A preset's iterations can end a run long before the time asked for (Connect Four's 300: 43 of 60 min).
-            print(f"Its {config.num_iterations} iterations (num_iterations: the config's, not --seconds) ended the run "
-                  f"before its {args.seconds:g} s; pass --iterations N as well (e.g. 100000) to let the time "
-                  "alone end it, the learning-rate schedule spanning the time.")
+            # Only a resumed run keeps its own iterations under --seconds; a new one trains for the time.
+            print(f"Its {config.num_iterations} iterations (num_iterations: the resumed run's, not --seconds) ended "
+                  f"the run before its {args.seconds:g} s; pass --iterations N as well to train on, the "
+                  "learning-rate schedule then spanning the N iterations or the time, whichever ends first.")
     if result.stop_reason not in ("iterations", "perfect"):
         if result.last_checkpoint:
             print(f"Checkpoint saved at iteration {result.last_checkpoint}. Resume with: {resume}")

@@ -30,6 +30,11 @@ class UnknownGameError(ConfigError):
     says which game, the error met and what to do."""
 
 
+# num_iterations of a new run that its time budget alone ends (`azjax train --seconds S` without --iterations):
+# more than any run reaches, and within the int32 of the run's iteration counter.
+TIME_BUDGET_ITERATIONS = 10**9
+
+
 @dataclasses.dataclass(frozen=True)
 class NetworkConfig:
     """The AlphaZero ResNet: a conv stem, residual blocks, a policy head and a value head."""
@@ -136,7 +141,7 @@ class Config:
 
     game: str = "tic_tac_toe"  # a registered game (azjax.games.names()), "pgx:<env_id>" or your own "MODULE:FACTORY"
     seed: int = 0  # the run's random seed
-    num_iterations: int = 50  # iterations of self-play + training; `azjax train` may stop earlier on --seconds
+    num_iterations: int = 50  # iterations of self-play + training (`azjax train --seconds`: a new run's time)
     # Checkpoints record the version a network trained on; loading one whose game has moved on sets this field.
     observation_version: int | None = None  # the game's input planes (None: its current; connect_four 1: stones)
     network: NetworkConfig = dataclasses.field(default_factory=NetworkConfig)

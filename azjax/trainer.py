@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from azjax import checkpointing, evaluation, memory, parallel, pretrained, rundir
-from azjax.config import Config, ConfigError
+from azjax.config import TIME_BUDGET_ITERATIONS, Config, ConfigError
 from azjax.training import (
     RunState,
     budget_progress,
@@ -632,7 +632,9 @@ def _progress_bar(enabled: bool, start: int, total: int):
         return None
     from tqdm import tqdm
 
-    return tqdm(total=total, initial=start, desc="iterations", unit="it", dynamic_ncols=True)
+    # A run that its time budget alone ends has no total of iterations to show: the bar counts them and their rate.
+    shown = None if total >= TIME_BUDGET_ITERATIONS else total
+    return tqdm(total=shown, initial=start, desc="iterations", unit="it", dynamic_ncols=True)
 
 
 def _plot(run_dir: Path) -> Path | None:

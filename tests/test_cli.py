@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import json
 import math
 import shutil
@@ -72,17 +73,39 @@ def test_train_exits_0_and_writes_the_run_directory(trained):
     assert str(run_dir) in out
 
 
-def test_a_config_whose_iterations_end_a_seconds_run_says_so(tmp_path, tiny_config):
-    """`--seconds` without `--iterations`: the config's num_iterations can end the run first, and the user hears it."""
+def test_seconds_alone_end_a_new_run_and_a_resumed_run_keeps_its_iterations(tmp_path, tiny_config, monkeypatch):
+    """`--seconds` without `--iterations`: a new run trains for the time, past its config's num_iterations; a resumed
+    run keeps its own iterations, which can end the session first, and the user hears it. The loop's clock is a
+    fake one that advances a second per reading, so the test does not depend on the machine's speed."""
+    from azjax import trainer
+
+    monkeypatch.setattr(trainer, "_clock", itertools.count(start=0.0, step=1.0).__next__)
     checkpointing.write_config(tmp_path, config_lib.with_overrides(tiny_config, {"num_iterations": 1}))
-    code, out, err = run_cli(["train", "--config", str(tmp_path / "config.json"), "--out", str(tmp_path / "run"),
-                              "--seconds", "1000", "--eval-every", "0", "--no-progress"])
+    run = tmp_path / "run"
+    code, out, err = run_cli(["train", "--config", str(tmp_path / "config.json"), "--out", str(run),
+                              "--seconds", "20", "--eval-every", "0", "--no-progress"])
     assert code == 0, err
-    assert "Done (iterations): iteration 1" in out
-    assert "Its 1 iterations (num_iterations: the config's, not --seconds) ended the run before its 1000 s" in out
-    code, out, err = run_cli(["train", "--config", str(tmp_path / "config.json"), "--out", str(tmp_path / "more"),
+    assert f"Training {tiny_config.game} into {run} (20 s)" in out
+    assert "Stopped (seconds)" in out and "ended the run before" not in out
+    records = read_records(run)
+    assert len(records) >= 2  # past the config's one iteration, on the time alone
+    assert checkpointing.read_config(run).num_iterations == config_lib.TIME_BUDGET_ITERATIONS
+    assert records[-1]["learning_rate"] <= records[0]["learning_rate"]
+
+    # --iterations with --seconds: whichever ends first (here the iterations, long before 1000 s).
+    code, out, err = run_cli(["train", "--config", str(tmp_path / "config.json"), "--out", str(tmp_path / "capped"),
                               "--iterations", "1", "--seconds", "1000", "--eval-every", "0", "--no-progress"])
-    assert code == 0 and "ended the run before" not in out, err  # the user chose both
+    assert code == 0 and "Done (iterations): iteration 1" in out and "ended the run before" not in out, err
+
+    # A run of 2 iterations that its --seconds stopped after one, resumed with --seconds alone: its own iterations
+    # stay and end the session before the time, and the user hears how to train on.
+    short = tmp_path / "short"
+    code, out, err = run_cli(["train", "--config", str(tmp_path / "config.json"), "--out", str(short),
+                              "--iterations", "2", "--seconds", "1", "--eval-every", "0", "--no-progress"])
+    assert code == 0 and "Stopped (seconds): iteration 1" in out, (out, err)
+    code, out, err = run_cli(["train", "--out", str(short), "--seconds", "1000", "--eval-every", "0", "--no-progress"])
+    assert code == 0 and "Done (iterations): iteration 2" in out, (out, err)
+    assert "Its 2 iterations (num_iterations: the resumed run's, not --seconds) ended the run before its 1000 s" in out
 
 
 def test_run_directory_holds_the_config_metrics_and_last_checkpoint(trained, tiny_config):

@@ -5,8 +5,10 @@ A run directory (`azjax train --out DIR`; its own files, config.json and metrics
     config.json                 the run's config, readable (and accepted by `azjax train --config`)
     metrics.jsonl               one JSON record per iteration
     checkpoints/<iteration>/
-        model/                  the network's params and batch-norm statistics: all that inference needs
-        run/                    the rest of the run state: optimizer, replay buffer, games in progress, key, iteration
+        model/                  the network's params and batch-norm statistics: all that inference needs (with
+                                train.ema_decay, their moving average: the network that plays)
+        run/                    the rest of the run state: optimizer, replay buffer, games in progress, key,
+                                iteration (and with train.ema_decay the trained params and statistics)
         trees/                  with search.reuse_tree: each game's search tree (a cache: restored when the
                                 search settings still fit it, otherwise the games go on with empty trees)
         meta/                   JSON: the config and that iteration's metrics
@@ -297,8 +299,10 @@ class CheckpointManager:
         fresh, (model, run) = jax.eval_shape(lambda: (lambda s: (s, _split(s)))(init_run_state(config)))
         restored = self._restore_items(step, model=model, run=run)
         model, run = restored["model"], restored["run"]
+        trained = run.get("trained", model)
         train_state = fresh.train_state.replace(
-            params=model["params"], batch_stats=model["batch_stats"], opt_state=run["opt_state"], step=run["step"]
+            params=trained["params"], batch_stats=trained["batch_stats"], opt_state=run["opt_state"], step=run["step"],
+            average=model if "trained" in run else None,
         )
         key_impl = self.meta(step).get("key_impl")  # None for checkpoints older than this field: the default
         games = run["selfplay"]
@@ -328,7 +332,8 @@ class CheckpointManager:
         return empty.replace(tree=empty.tree.replace(**item["tree"]), nodes=item["nodes"])
 
     def restore_model(self, step: int | None = None) -> tuple[config_lib.Config, dict]:
-        """A checkpoint's config and network variables ({"params", "batch_stats"}), checked against its manifest."""
+        """A checkpoint's config and network variables ({"params", "batch_stats"}: the moving average where the run
+        keeps one, `train.ema_decay`), checked against its manifest."""
         step = self._resolve(step)
         config = self.config(step)
         restored = self._restore_items(step, model=pretrained.model_template(config))
@@ -618,8 +623,10 @@ def _tree_item(kept: tree_reuse.KeptTree) -> dict:
 def _split(run_state: RunState) -> tuple[dict, dict]:
     """The run state as the "model" and "run" items of a checkpoint (plain trees of arrays); kept search trees go
     to their own item (`_tree_item`)."""
-    model = {"params": run_state.train_state.params, "batch_stats": run_state.train_state.batch_stats}
+    model = dict(run_state.train_state.play_variables)  # the network that plays: an agent's, an export's
     run = {
+        # With a moving average (train.ema_decay) the model is the average, and the trained variables go on here.
+        **({"trained": run_state.train_state.variables} if run_state.train_state.average is not None else {}),
         "opt_state": run_state.train_state.opt_state,
         "step": run_state.train_state.step,
         "selfplay": run_state.selfplay.replace(tree=None),

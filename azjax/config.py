@@ -124,6 +124,9 @@ class TrainConfig:
     reply_policy_weight: float = 0.0  # > 0: a second policy head learns the opponent's reply (KataGo), this weight
     policy_surprise_weight: float = 0.0  # share of draws from replay weighted by policy surprise (KataGo: 0.5)
     weight_decay: float = 1e-4  # adam, sgd: L2 penalty weight in the loss; adamw: kernels shrink by lr x this per step
+    # A moving average of the weights (KataGo's and Lc0's averaged networks), updated after every SGD step, plays in
+    # self-play, Reanalyse and evaluation and is the network a checkpoint, an export and an agent load.
+    ema_decay: float = 0.0  # > 0: play with a moving average of the weights, decaying this much per SGD step
     replay_capacity: int = 32768  # positions in the on-device ring buffer, also those whose game is still going on
     # Reanalyse (MuZero's): each iteration, before its SGD steps, this many ready replay positions (drawn uniformly,
     # without repeats) are searched again with the iteration's network and take the new search's policy target and,
@@ -280,6 +283,11 @@ class Config:
             )
         if not self.train.weight_decay >= 0:
             raise ConfigError(f"train.weight_decay must be >= 0, got {self.train.weight_decay}")
+        if not 0.0 <= self.train.ema_decay < 1.0:
+            raise ConfigError(
+                f"train.ema_decay must be in [0, 1) (0: no moving average; 0.99 averages about the last 100 SGD "
+                f"steps), got {self.train.ema_decay}"
+            )
         if self.train.reanalyse_positions < 0:
             raise ConfigError(
                 f"train.reanalyse_positions must be >= 0 (0: no Reanalyse), got {self.train.reanalyse_positions}")

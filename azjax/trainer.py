@@ -172,8 +172,7 @@ def train(
             weights = None if init_from is None else warm_start_weights(config, init_from, log)
             run_state = init_run_state(config)
             if weights is not None:  # the optimizer's state does not depend on the weights' values
-                run_state = run_state.replace(train_state=run_state.train_state.replace(
-                    params=weights["params"], batch_stats=weights["batch_stats"]))
+                run_state = run_state.replace(train_state=run_state.train_state.with_variables(weights))
         start_iteration = int(run_state.iteration)
         if resumed_from is not None and start_iteration < config.num_iterations:
             log(f"Resuming {run_dir} from iteration {resumed_from} (training to {config.num_iterations}).")
@@ -584,7 +583,7 @@ def _evaluate(
     and the seconds they took, also logged as one line."""
     tick = time.perf_counter()
     key = jax.random.fold_in(jax.random.fold_in(jax.random.key(config.seed), 0xE7A1), iteration)
-    results = evaluator(key, run_state.train_state.variables)  # replicated over the run's devices
+    results = evaluator(key, run_state.train_state.play_variables)  # replicated over the run's devices
     seconds = time.perf_counter() - tick
     # The headline figures; the per-stratum ones ("eval/optimal_move_rate/begin-easy", ...) go to the metrics only.
     shown = ", ".join(f"{name.removeprefix('eval/')} {value:.3f}" for name, value in results.items()

@@ -33,17 +33,29 @@ from azjax.search import make_search_fn
 
 
 class TrainState(struct.PyTreeNode):
-    """The network's variables and the optimizer's state."""
+    """The network's variables and the optimizer's state, and with `train.ema_decay` > 0 a moving average of the
+    variables (`average`), which is the network that plays: self-play, Reanalyse, evaluation, checkpoints' model."""
 
     params: dict
     batch_stats: dict
     opt_state: optax.OptState
     step: jax.Array  # [] int32, SGD steps taken
+    average: dict | None = None  # {"params", "batch_stats"}: their exponential moving average, or None: not kept
 
     @property
     def variables(self) -> dict:
-        """The network variables for `network.apply`."""
+        """The trained network variables for `network.apply` (what SGD updates)."""
         return {"params": self.params, "batch_stats": self.batch_stats}
+
+    @property
+    def play_variables(self) -> dict:
+        """The variables of the network that plays: the moving average where one is kept, else `variables`."""
+        return self.average if self.average is not None else self.variables
+
+    def with_variables(self, variables: dict) -> TrainState:
+        """This state with the network's variables replaced (a warm start), its moving average, if kept, too."""
+        average = None if self.average is None else jax.tree.map(jnp.copy, variables)
+        return self.replace(params=variables["params"], batch_stats=variables["batch_stats"], average=average)
 
 
 class RunState(struct.PyTreeNode):
@@ -122,6 +134,13 @@ def learning_rate(config: TrainConfig, step: jax.Array, progress: jax.Array) -> 
     return (config.learning_rate * warmup * decay).astype(jnp.float32)
 
 
+def ema_decay(config: TrainConfig, step: jax.Array) -> jax.Array:
+    """The moving average's decay at SGD step `step` (0-based): `ema_decay`, but at most (1 + step) / (10 + step),
+    so that the first steps' average follows the network instead of keeping the random initialisation (the warm-up
+    of TensorFlow's ExponentialMovingAverage). The average after the step: decay x average + (1 - decay) x new."""
+    return jnp.minimum(config.ema_decay, (1.0 + step) / (10.0 + step)).astype(jnp.float32)
+
+
 def budget_progress(run_state: RunState, num_iterations: int) -> jax.Array:
     """The fraction of the run's budget spent before its next iteration: of its iterations, or of its time when
     the trainer runs it with --seconds (`RunState.time_progress`), whichever is further."""
@@ -148,6 +167,7 @@ def _init_run_state(config: Config, game_definition: object, key: jax.Array) -> 
         batch_stats=variables["batch_stats"],
         opt_state=parts.optimizer.init(variables["params"]),
         step=jnp.int32(0),
+        average=jax.tree.map(jnp.copy, dict(variables)) if config.train.ema_decay > 0 else None,
     )
     games_in_progress = selfplay.init_selfplay(selfplay_key, parts.game, config.selfplay, config.search)
     state_like = None
@@ -241,6 +261,9 @@ def train_step(
         opt_state=opt_state,
         step=train_state.step + 1,
     )
+    if train_state.average is not None:
+        new_state = new_state.replace(average=optax.incremental_update(
+            new_state.variables, train_state.average, 1.0 - ema_decay(config, train_state.step)))
     metrics["grad_norm"] = optax.tree.norm(grads)
     metrics["learning_rate"] = rate
     return new_state, metrics
@@ -297,7 +320,7 @@ def _train_iteration(
 
     games_state, trajectory = selfplay.run_selfplay(
         selfplay_key,
-        run_state.train_state.variables,
+        run_state.train_state.play_variables,
         split_batch(run_state.selfplay, mesh),
         game=game,
         search_fn=parts.search_fn,
@@ -313,8 +336,8 @@ def _train_iteration(
                                               value_target_lambda=config.train.value_target_lambda)
     if config.train.reanalyse_positions:
         # Its key by fold_in, so that the three-way split above, and with it every run without Reanalyse, stays.
-        buffer, reanalysed = reanalyse(jax.random.fold_in(selfplay_key, 1), run_state.train_state.variables, buffer,
-                                       parts=parts, config=config, mesh=mesh)
+        buffer, reanalysed = reanalyse(jax.random.fold_in(selfplay_key, 1), run_state.train_state.play_variables,
+                                       buffer, parts=parts, config=config, mesh=mesh)
         stored.update(reanalysed)
 
     train_state, sgd_metrics = run_sgd_steps(

@@ -64,7 +64,7 @@ def measure(game_name: str, overrides: list[str]) -> dict:
     evaluator = evaluation.make_evaluator(config)
     row["opponents"] = list(evaluation.default_opponents(game))
     start = time.perf_counter()
-    results = evaluator(jax.random.key(0), run_state.train_state.variables)
+    results = evaluator(jax.random.key(0), run_state.train_state.play_variables)
     row["evaluation_s"] = time.perf_counter() - start  # its compilation included
     row["evaluation_needs"] = results.get("eval_memory_bytes")
     row["eval_score"] = results.get("eval/score")

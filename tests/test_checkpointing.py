@@ -174,6 +174,8 @@ def test_resume_keeps_structure_but_may_change_other_settings(runs, tmp_path):
         ({"train.policy_surprise_weight": 0.0}, "train.policy_surprise_weight: 0.5 -> 0.0"),
         # A win/draw/loss value head: three outputs for one, and the replay keeps each position's outcome.
         ({"network.value_head": "wdl"}, "network.value_head: 'scalar' -> 'wdl'"),
+        # A moving average of the weights: the trained weights join the run's arrays.
+        ({"train.ema_decay": 0.99}, "train.ema_decay: 0.0 -> 0.99"),
     ],
 )
 def test_settings_that_change_the_checkpoints_arrays_are_a_clear_error(runs, change, line):
@@ -185,6 +187,27 @@ def test_settings_that_change_the_checkpoints_arrays_are_a_clear_error(runs, cha
     with pytest.raises(checkpointing.CheckpointError, match=line):
         checkpointing.CheckpointManager(run_dir).restore(run_config(**change))
     assert checkpointing.latest_iteration(run_dir) == 2 * N
+
+
+def test_a_run_with_a_moving_average_saves_it_as_the_model_and_resumes_both(tmp_path):
+    """With train.ema_decay the checkpoint's model (what agents, exports and warm starts load) is the average, and
+    the trained weights go with the run, so that training resumes exactly; its decay may change on resume."""
+    config = run_config(**{"train.ema_decay": 0.9})
+    state = training.init_run_state(config)
+    trained = jax.tree.map(lambda x: x + 0.5, state.train_state.variables)  # apart from the average
+    state = state.replace(train_state=state.train_state.replace(params=trained["params"],
+                                                                batch_stats=trained["batch_stats"]))
+    manager = checkpointing.CheckpointManager(tmp_path / "run")
+    manager.save(state, config)
+    assert_bitwise_equal(manager.restore(config), state)
+    assert_bitwise_equal(manager.restore(run_config(**{"train.ema_decay": 0.999})), state)
+    _, model = checkpointing.restore_model(tmp_path / "run")
+    for got, average in zip(jax.tree.leaves(model), jax.tree.leaves(state.train_state.average), strict=True):
+        np.testing.assert_array_equal(got, average)
+    agent = azjax.load_agent(tmp_path / "run")
+    for got, average in zip(jax.tree.leaves(agent.variables), jax.tree.leaves(state.train_state.average),
+                            strict=True):
+        np.testing.assert_array_equal(got, average)
 
 
 def test_compute_dtype_may_change_on_resume(runs):

@@ -186,6 +186,8 @@ def test_with_overrides_leaves_the_original_and_the_overrides_alone():
         ({"train.reply_policy_weight": "nan"}, "train.reply_policy_weight must be a finite number"),
         ({"selfplay.resign_threshold": "nan"}, "selfplay.resign_threshold must be a finite number"),
         ({"train.value_loss_weight": -1}, "train.value_loss_weight must be >= 0"),
+        ({"train.ema_decay": 1.0}, "train.ema_decay must be in [0, 1)"),  # an average that never moves
+        ({"train.ema_decay": -0.5}, "train.ema_decay must be in [0, 1)"),
         ({"search.dirichlet_alpha": 0}, "search.dirichlet_alpha must be > 0"),  # NaN noise, even at fraction 0
         ({"search.dirichlet_alpha": -1}, "search.dirichlet_alpha must be > 0"),
         ({"search.pb_c_init": -5}, "search.pb_c_init must be > 0"),

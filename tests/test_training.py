@@ -361,3 +361,89 @@ def test_same_seed_gives_bitwise_identical_params(iterations):
         np.testing.assert_array_equal(a, b)
     other = iterations["other_seed_params"]
     assert any(not np.array_equal(a, b) for a, b in zip(jax.tree.leaves(first), jax.tree.leaves(other), strict=True))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# A moving average of the weights (train.ema_decay)
+
+
+def test_the_moving_average_follows_each_sgd_step_with_its_warmed_up_decay(parts, variables, batch):
+    config = TrainConfig(learning_rate=1e-2, warmup_steps=0, ema_decay=0.9)
+    optimizer = make_optimizer(config)
+    state = TrainState(params=variables["params"], batch_stats=variables["batch_stats"],
+                       opt_state=optimizer.init(variables["params"]), step=jnp.int32(0),
+                       average=jax.tree.map(jnp.copy, dict(variables)))
+    step = jax.jit(functools.partial(train_step, network=parts.network, optimizer=optimizer, config=config))
+    expected = jax.device_get(dict(variables))
+    for k in range(6):
+        state, _ = step(state, batch)
+        decay = min(0.9, (1 + k) / (10 + k))  # the first steps' decays are 0.1, 0.18, ...: the average follows
+        expected = jax.tree.map(lambda old, new, d=decay: d * old + (1 - d) * new, expected,
+                                jax.device_get(state.variables))
+        for got, want in zip(jax.tree.leaves(state.average), jax.tree.leaves(expected), strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    # The average lags the trained weights, batch statistics included, and is what plays.
+    assert not np.allclose(state.average["params"]["Dense_0"]["kernel"], state.params["Dense_0"]["kernel"])
+    assert any(not np.allclose(a, b) for a, b in zip(jax.tree.leaves(state.average["batch_stats"]),
+                                                      jax.tree.leaves(state.batch_stats), strict=True))
+    assert state.play_variables is state.average
+    assert state.replace(average=None).play_variables["params"] is state.params
+    # A warm start replaces the average too, so that it does not average towards the random initialisation.
+    warm = state.with_variables(variables)
+    for leaf, start in zip(jax.tree.leaves(warm.average), jax.tree.leaves(dict(variables)), strict=True):
+        np.testing.assert_array_equal(leaf, start)
+
+
+def test_the_iteration_hands_self_play_and_reanalyse_the_average(tiny_config, monkeypatch):
+    """Traced only (no compilation): the variables self-play and Reanalyse get are the average's arrays."""
+    from azjax import selfplay, training
+
+    config = config_lib.with_overrides(tiny_config, {"train.ema_decay": 0.9, "train.reanalyse_positions": 8})
+    handed = {}
+
+    def spy(name, original):
+        def call(key, variables, *args, **kwargs):
+            handed[name] = variables
+            return original(key, variables, *args, **kwargs)
+        return call
+
+    monkeypatch.setattr(selfplay, "run_selfplay", spy("selfplay", selfplay.run_selfplay))
+    monkeypatch.setattr(training, "reanalyse", spy("reanalyse", training.reanalyse))
+    iteration = make_train_iteration(config)
+
+    def traced(state):
+        seen["average"], seen["trained"] = state.train_state.average, state.train_state.variables
+        return iteration(state)
+
+    seen = {}
+    jax.eval_shape(traced, init_run_state(config))
+    for name in ("selfplay", "reanalyse"):
+        leaves = jax.tree.leaves(handed[name])
+        assert all(a is b for a, b in zip(leaves, jax.tree.leaves(seen["average"]), strict=True)), name
+        assert not any(a is b for a, b in zip(leaves, jax.tree.leaves(seen["trained"]), strict=True)), name
+
+
+@pytest.mark.slow
+def test_self_play_plays_the_average_and_sgd_trains_the_weights(tiny_config):
+    config = config_lib.with_overrides(tiny_config, {"train.ema_decay": 0.9})
+    iteration = jax.jit(make_train_iteration(config))
+    state = init_run_state(config)
+    trained, average = state.train_state.variables, state.train_state.average
+    assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(trained), jax.tree.leaves(average), strict=True))
+    noise = lambda tree, seed: jax.tree.map(  # noqa: E731
+        lambda x: x + jax.random.normal(jax.random.key(seed), x.shape, x.dtype), tree)
+    # Other trained weights under the same average: the same games. Another average: other games.
+    other_weights = state.replace(train_state=state.train_state.replace(params=noise(trained["params"], 1)))
+    other_average = state.replace(train_state=state.train_state.replace(
+        average={**average, "params": noise(average["params"], 2)}))
+    after = {name: jax.device_get(iteration(s)[0])
+             for name, s in (("same", state), ("weights", other_weights), ("average", other_average))}
+    same = jax.tree.leaves(after["same"].selfplay)
+    assert all(np.array_equal(a, b) for a, b in zip(same, jax.tree.leaves(after["weights"].selfplay), strict=True))
+    assert any(not np.array_equal(a, b) for a, b in zip(same, jax.tree.leaves(after["average"].selfplay),
+                                                        strict=True))
+    after = after["same"]
+    assert int(after.train_state.step) == config.train.num_sgd_steps
+    moved = [not np.allclose(a, b) for a, b in zip(jax.tree.leaves(after.train_state.average["params"]),
+                                                   jax.tree.leaves(after.train_state.params), strict=True)]
+    assert any(moved)  # the average lags what SGD trained

@@ -241,7 +241,7 @@ class CheckpointManager:
         if path.exists() and not replace:
             raise CheckpointError(f"{path} already exists; iteration {step} is already saved")
         model, run = _split(run_state)
-        if not _all_finite(model):
+        if not _all_finite((model, run.get("trained"))):  # the trained weights too, where the model is an average
             raise CheckpointError(
                 f"not saving iteration {step}: the network's parameters are not finite (the last good checkpoint, "
                 f"iteration {self.latest_step()}, is kept)"

@@ -208,6 +208,12 @@ def test_a_run_with_a_moving_average_saves_it_as_the_model_and_resumes_both(tmp_
     for got, average in zip(jax.tree.leaves(agent.variables), jax.tree.leaves(state.train_state.average),
                             strict=True):
         np.testing.assert_array_equal(got, average)
+    # The trained weights are checked for NaN as the model is: a finite average does not save a broken run.
+    broken = jax.tree.map(lambda x: x.at[(0,) * x.ndim].set(jnp.nan), state.train_state.params)
+    with pytest.raises(checkpointing.CheckpointError, match="not finite"):
+        manager.save(state.replace(train_state=state.train_state.replace(params=broken), iteration=jnp.int32(7)),
+                     config)
+    assert manager.steps() == [int(state.iteration)]
 
 
 def test_compute_dtype_may_change_on_resume(runs):

@@ -38,14 +38,15 @@ REPO = Path(__file__).resolve().parent.parent
 # simulations the shipped agent searches with when it plays (None: its training's; self-play's few simulations are
 # for speed, not strength), and config overrides of the preset ("set", before --set's). Connect Four's: 3 x 48 for an
 # hour beat the preset's 2 x 32 for an hour (0.632 [0.562, 0.698] at 64 simulations each; issue 42's curve in
-# experiments/results/connect_four_budget_cpu.md); the iterations only lift the preset's cap, the seconds stop it.
+# experiments/results/connect_four_budget_cpu.md); `--seconds` alone lifts the preset's iterations (it trained with
+# `--iterations 100000` too, before `azjax train` did that by itself).
 # Its observation stays version 1 (the stones): version 2's threat planes trained an hour were level with it (0.502
 # head to head), so the shipped agent did not move; it plays with 256 simulations, where it reached 0.958 against
 # UCT-1600 (0.930 at 128).
 GAMES = {
     "tic_tac_toe": dict(seconds=None, opening_moves=0, opponents=("perfect", "mcts:400", "mcts:1600"),
                         simulations=None),
-    "connect_four": dict(seconds=3600, iterations=100000, opening_moves=4, opponents=("mcts:400", "mcts:1600"),
+    "connect_four": dict(seconds=3600, opening_moves=4, opponents=("mcts:400", "mcts:1600"),
                          simulations=256,
                          set=("network.num_blocks=3", "network.num_channels=48", "observation_version=1")),
     # Budgets in iterations (5-10 minutes each of an idle 2-core CPU), which a busy machine only slows down.

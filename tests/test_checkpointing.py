@@ -189,6 +189,11 @@ def test_settings_that_change_the_checkpoints_arrays_are_a_clear_error(runs, cha
     assert checkpointing.latest_iteration(run_dir) == 2 * N
 
 
+def with_a_nan(params):
+    """`params` with a NaN in the first entry of every array: a network that must not be saved."""
+    return jax.tree.map(lambda x: x.at[(0,) * x.ndim].set(jnp.nan), params)
+
+
 def test_a_run_with_a_moving_average_saves_it_as_the_model_and_resumes_both(tmp_path):
     """With train.ema_decay the checkpoint's model (what agents, exports and warm starts load) is the average, and
     the trained weights go with the run, so that training resumes exactly; its decay may change on resume."""
@@ -209,7 +214,7 @@ def test_a_run_with_a_moving_average_saves_it_as_the_model_and_resumes_both(tmp_
                             strict=True):
         np.testing.assert_array_equal(got, average)
     # The trained weights are checked for NaN as the model is: a finite average does not save a broken run.
-    broken = jax.tree.map(lambda x: x.at[(0,) * x.ndim].set(jnp.nan), state.train_state.params)
+    broken = with_a_nan(state.train_state.params)
     with pytest.raises(checkpointing.CheckpointError, match="not finite"):
         manager.save(state.replace(train_state=state.train_state.replace(params=broken), iteration=jnp.int32(7)),
                      config)
@@ -307,7 +312,7 @@ def test_training_saves_a_new_best_at_once_and_keeps_it(runs, tmp_path):
 
 def test_refuses_to_save_non_finite_parameters(runs, tmp_path):
     state = runs["straight"].run_state
-    params = jax.tree.map(lambda x: x.at[(0,) * x.ndim].set(jnp.nan), state.train_state.params)
+    params = with_a_nan(state.train_state.params)
     bad = state.replace(train_state=state.train_state.replace(params=params), iteration=jnp.int32(99))
     manager = checkpointing.CheckpointManager(tmp_path / "run")
     with pytest.raises(checkpointing.CheckpointError, match="not finite"):
@@ -541,7 +546,7 @@ def test_non_finite_loss_stops_training_and_keeps_the_last_checkpoint(runs, tmp_
 def test_params_finite_metric_sees_nan_parameters(runs):
     config = run_config()
     state = runs["straight"].run_state
-    params = jax.tree.map(lambda x: x.at[(0,) * x.ndim].set(jnp.nan), state.train_state.params)
+    params = with_a_nan(state.train_state.params)
     nan_state = jax.tree.map(jnp.copy, state.replace(train_state=state.train_state.replace(params=params)))
     iteration = jax.jit(azjax.make_train_iteration(config), donate_argnums=0)
     _, metrics = iteration(nan_state)

@@ -3,6 +3,8 @@
     python experiments/selfplay_breakdown.py                              # the Connect Four GPU preset's shape
     python experiments/selfplay_breakdown.py --network 6x128 --dtype bfloat16 --games 4096 --simulations 32
     python experiments/selfplay_breakdown.py --quick                      # tiny, e.g. on the CPU (the tests)
+    python experiments/selfplay_breakdown.py --network 2x32 --dtype float32 --games 128 --simulations 16 \
+        --moves 8 --peak-tflops 0.166                                     # the Connect Four CPU preset's shape
     python experiments/selfplay_breakdown.py --trace runs/trace           # also a profile of the full call
 
 Four programs of T moves of B games each, timed alternately in one process (`bench_selfplay.measure`: median of
@@ -17,10 +19,13 @@ Four programs of T moves of B games each, timed alternately in one process (`ben
 - "game alone": T moves of B games by uniformly random legal moves, with observation and restart (no search).
 
 It prints each one's seconds per move of the batch and its share of self-play's; "network in self-play" is
-self-play minus the free network. On the 2-core CPU the network is nearly all of it; issue 41 asks where the other
-76% of the FLOP bound goes on an accelerator, which these shares answer to first order (the --trace profile, for
-TensorBoard's or xprof's profile viewer, answers in detail). Writes experiments/results/selfplay-breakdown-<device>
--<date>.md and .json (--out elsewhere).
+self-play minus the free network. For the programs that run the network it also prints the network's arithmetic
+rate (XLA's FLOP count of an evaluation x the S + 1 evaluations of a move / the seconds of a move) and, with a peak
+(known for the accelerators of accelerator_suite.PEAK_TFLOPS, or --peak-tflops), its share of the peak. On the
+2-core CPU the network is nearly all of self-play, and runs at about 40% of the cores' float32 peak; issue 41 asks
+where the other 76% of the FLOP bound goes on an accelerator, which these shares answer to first order (the --trace
+profile, for TensorBoard's or xprof's profile viewer, answers in detail). Writes
+experiments/results/selfplay-breakdown-<device>-<date>.md and .json (--out elsewhere).
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from accelerator_suite import parse_network, selfplay_config
+from accelerator_suite import network_flops, parse_network, peak_tflops, selfplay_config
 from bench_selfplay import Implementation, azjax_implementation, measure
 from flax import struct
 
@@ -116,8 +121,11 @@ def game_implementation(config: Any) -> Implementation:
     return Implementation(label="game alone", init=init, play=play)
 
 
-def breakdown(config: Any, repeats: int, key: jax.Array) -> dict[str, Any]:
-    """Times the four programs for `config` and returns each one's seconds per move and share of self-play's."""
+def breakdown(config: Any, repeats: int, key: jax.Array, peak: float | None = None) -> dict[str, Any]:
+    """Times the four programs for `config` and returns each one's seconds per move and share of self-play's, and
+    the network's arithmetic rate in the programs that run it: its FLOPs (XLA's count of one evaluation of the game
+    batch) x the S + 1 evaluations of a move / the program's seconds per move, in TFLOP/s, and with `peak` (the
+    device's TFLOP/s at the network's dtype) that rate's share of the peak."""
     parts = make_components(config)
     variables = init_variables(parts.network, jax.random.key(0), parts.game.observation_shape)
     impls = [dataclasses.replace(azjax_implementation(config), label="self-play"),
@@ -128,11 +136,20 @@ def breakdown(config: Any, repeats: int, key: jax.Array) -> dict[str, Any]:
     per_move = {label: sorted(m.times_s)[len(m.times_s) // 2] / steps for label, m in results.items()}
     per_move["network in self-play"] = per_move["self-play"] - per_move["free network"]
     whole = per_move["self-play"]
+    flops = network_flops(config, variables)
+    flops_per_move = None if flops is None else flops * (config.search.num_simulations + 1)
+    rate = {label: flops_per_move / per_move[label] / 1e12
+            for label in ("self-play", "network alone", "network in self-play")
+            if flops_per_move is not None and per_move[label] > 0}
     return {
         "seconds_per_move": per_move,
         "share_of_selfplay": {label: seconds / whole for label, seconds in per_move.items()},
         "compile_s": {label: m.compile_s for label, m in results.items()},
         "positions_per_s": config.selfplay.num_games / whole,
+        "flops_per_evaluation": flops,
+        "network_tflops": rate,
+        "peak_tflops": peak,
+        "share_of_peak": {label: tflops / peak for label, tflops in rate.items()} if peak else {},
     }
 
 
@@ -148,14 +165,24 @@ def report(results: dict[str, Any]) -> str:
         f"`python experiments/selfplay_breakdown.py "
         f"{results['command']}`; median of {results['repeats']} calls of {shape['moves']} moves each.",
         "",
-        "| program | ms per move of the batch | share of self-play | compile s |",
-        "|---|---|---|---|",
+        "| program | ms per move of the batch | share of self-play | compile s | network GFLOP/s | of the peak |",
+        "|---|---|---|---|---|---|",
     ]
     for label, seconds in results["seconds_per_move"].items():
         compile_s = results["compile_s"].get(label)
+        tflops, share = results["network_tflops"].get(label), results["share_of_peak"].get(label)
+        gflops = "-" if tflops is None else f"{1e3 * tflops:,.1f}"
         lines.append(f"| {label} | {1e3 * seconds:.2f} | {results['share_of_selfplay'][label]:.1%} | "
-                     f"{'-' if compile_s is None else f'{compile_s:.1f}'} |")
+                     f"{'-' if compile_s is None else f'{compile_s:.1f}'} | "
+                     f"{gflops} | {'-' if share is None else f'{share:.0%}'} |")
     lines += ["", f"Self-play: {results['positions_per_s']:,.0f} positions/s."]
+    if results["flops_per_evaluation"]:
+        peak = results["peak_tflops"]
+        lines.append(
+            f"The network: {results['flops_per_evaluation'] / 1e9:.3f} GFLOP an evaluation of the {shape['games']} "
+            f"games (XLA's count), {shape['simulations'] + 1} evaluations a move; "
+            + (f"the peak taken: {1e3 * peak:,.0f} GFLOP/s." if peak else
+               "no peak known for this device (--peak-tflops gives one)."))
     return "\n".join(lines) + "\n"
 
 
@@ -170,6 +197,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--moves", type=int, default=16, help="moves per timed call, T (default: 16)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="1x8 float32, 64 games, 4 simulations, 4 moves")
+    parser.add_argument("--peak-tflops", type=float, help="the device's peak TFLOP/s at --dtype, for the network's "
+                        "share of it (default: accelerator_suite.PEAK_TFLOPS's figure for a known device; none on a "
+                        "CPU: e.g. 0.166 for 2 cores x 32 float32 FLOP a cycle x 2.6 GHz)")
     parser.add_argument("--trace", type=pathlib.Path, help="also profile one self-play call into this directory")
     parser.add_argument("--out", type=pathlib.Path, help="the .md to write (default: experiments/results/...)")
     args = parser.parse_args(argv)
@@ -178,6 +208,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for name in ("games", "simulations", "moves", "repeats"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be >= 1, got {getattr(args, name)}")
+    if args.peak_tflops is not None and not args.peak_tflops > 0:
+        parser.error(f"--peak-tflops must be > 0, got {args.peak_tflops}")
     blocks, channels = parse_network(args.network)
     config = selfplay_config(args.game, blocks, channels, args.dtype, args.games, args.simulations, args.moves)
     results = {
@@ -186,7 +218,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "shape": {"game": args.game, "network": args.network, "dtype": args.dtype, "games": args.games,
                   "simulations": args.simulations, "moves": args.moves},
         "repeats": args.repeats,
-        **breakdown(config, args.repeats, jax.random.key(1)),
+        **breakdown(config, args.repeats, jax.random.key(1),
+                    peak=peak_tflops(jax.devices()[0], args.dtype, args.peak_tflops)),
     }
     text = report(results)
     print(text)

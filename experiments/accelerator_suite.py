@@ -86,14 +86,24 @@ def peak_tflops(device: jax.Device, dtype: str, given: float | None) -> float | 
     return None
 
 
-def selfplay_config(game: str, blocks: int, channels: int, dtype: str, batch: int, sims: int, steps: int) -> Config:
+def selfplay_config(game: str, blocks: int, channels: int, dtype: str, batch: int, sims: int, steps: int,
+                    observation_version: int | None = None) -> Config:
     return Config(
         game=game,
+        observation_version=observation_version,
         network=NetworkConfig(num_blocks=blocks, num_channels=channels, compute_dtype=dtype),
         search=SearchConfig(policy="gumbel", num_simulations=sims),
         selfplay=SelfPlayConfig(num_games=batch, num_steps=steps),
         train=TrainConfig(replay_capacity=max(TrainConfig().replay_capacity, batch * steps)),
     ).validate()  # self-play alone fills no replay, but a config must hold one iteration's positions
+
+
+def throughput_config(game: str, blocks: int, channels: int, dtype: str, batch: int, sims: int, steps: int
+                      ) -> Config:
+    """`selfplay_config` for a throughput row: Connect Four observing its stones only, as the pgx reference beside it
+    does (`bench_selfplay.OBSERVATION_VERSION`), so that one network serves both; other games as they observe."""
+    observes = bench_selfplay.OBSERVATION_VERSION if game == bench_selfplay.GAME else None
+    return selfplay_config(game, blocks, channels, dtype, batch, sims, steps, observes)
 
 
 def network_flops(config: Config, variables: dict) -> float | None:
@@ -108,6 +118,12 @@ def network_flops(config: Config, variables: dict) -> float | None:
     analysis = analysis[0] if isinstance(analysis, list) else analysis
     flops = (analysis or {}).get("flops")
     return float(flops) if flops else None
+
+
+def network_tflops(flops_per_position: float, num_simulations: int, positions_per_s: float) -> float:
+    """The network's arithmetic rate in self-play, TFLOP/s: a position's S + 1 evaluations (the root's and one a
+    simulation) of `flops_per_position` each, at `positions_per_s` positions played a second."""
+    return flops_per_position * (num_simulations + 1) * positions_per_s / 1e12
 
 
 def peak_memory(device: jax.Device) -> int | None:
@@ -129,7 +145,7 @@ def throughput_row(config: Config, variables: dict, pgx: Any, repeats: int, devi
     rates = {label: m.rate(call_positions) for label, m in results.items()}
     flops = network_flops(config, variables)
     per_position = flops / config.selfplay.num_games if flops else None
-    achieved = per_position * (config.search.num_simulations + 1) * rates["azjax"] / 1e12 if per_position else None
+    achieved = network_tflops(per_position, config.search.num_simulations, rates["azjax"]) if per_position else None
     net = config.network
     return {
         "game": config.game,
@@ -248,7 +264,7 @@ def main(argv: list[str] | None = None) -> dict:
     for game, blocks, channels, dtype, batch, sims in settings:
         if game.startswith("pgx:") and pgx is None:
             continue
-        config = selfplay_config(game, blocks, channels, dtype, batch, sims, plan["steps"])
+        config = throughput_config(game, blocks, channels, dtype, batch, sims, plan["steps"])
         parts = make_components(config)
         variables = init_variables(parts.network, jax.random.key(1), parts.game.observation_shape)
         key, row_key = jax.random.split(key)

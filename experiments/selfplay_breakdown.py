@@ -22,7 +22,7 @@ It prints each one's seconds per move of the batch and its share of self-play's;
 self-play minus the free network. For the programs that run the network it also prints the network's arithmetic
 rate (XLA's FLOP count of an evaluation x the S + 1 evaluations of a move / the seconds of a move) and, with a peak
 (known for the accelerators of accelerator_suite.PEAK_TFLOPS, or --peak-tflops), its share of the peak. On the
-2-core CPU the network is nearly all of self-play, and runs at about 40% of the cores' float32 peak; issue 41 asks
+2-core CPU the network is nearly all of self-play, and runs at about a third of the cores' float32 peak; issue 41 asks
 where the other 76% of the FLOP bound goes on an accelerator, which these shares answer to first order (the --trace
 profile, for TensorBoard's or xprof's profile viewer, answers in detail). Writes
 experiments/results/selfplay-breakdown-<device>-<date>.md and .json (--out elsewhere).
@@ -39,7 +39,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from accelerator_suite import network_flops, parse_network, peak_tflops, selfplay_config
+from accelerator_suite import network_flops, network_tflops, parse_network, peak_tflops, selfplay_config
 from bench_selfplay import Implementation, azjax_implementation, measure
 from flax import struct
 
@@ -123,9 +123,9 @@ def game_implementation(config: Any) -> Implementation:
 
 def breakdown(config: Any, repeats: int, key: jax.Array, peak: float | None = None) -> dict[str, Any]:
     """Times the four programs for `config` and returns each one's seconds per move and share of self-play's, and
-    the network's arithmetic rate in the programs that run it: its FLOPs (XLA's count of one evaluation of the game
-    batch) x the S + 1 evaluations of a move / the program's seconds per move, in TFLOP/s, and with `peak` (the
-    device's TFLOP/s at the network's dtype) that rate's share of the peak."""
+    the network's arithmetic rate in the programs that run it (`accelerator_suite.network_tflops`: XLA's FLOP count
+    of one position's evaluation x the S + 1 evaluations of a move x the positions the program plays a second), and
+    with `peak` (the device's TFLOP/s at the network's dtype) that rate's share of the peak."""
     parts = make_components(config)
     variables = init_variables(parts.network, jax.random.key(0), parts.game.observation_shape)
     impls = [dataclasses.replace(azjax_implementation(config), label="self-play"),
@@ -136,17 +136,18 @@ def breakdown(config: Any, repeats: int, key: jax.Array, peak: float | None = No
     per_move = {label: sorted(m.times_s)[len(m.times_s) // 2] / steps for label, m in results.items()}
     per_move["network in self-play"] = per_move["self-play"] - per_move["free network"]
     whole = per_move["self-play"]
-    flops = network_flops(config, variables)
-    flops_per_move = None if flops is None else flops * (config.search.num_simulations + 1)
-    rate = {label: flops_per_move / per_move[label] / 1e12
+    batch_flops = network_flops(config, variables)
+    per_position = batch_flops / config.selfplay.num_games if batch_flops else None
+    rate = {label: network_tflops(per_position, config.search.num_simulations,
+                                  config.selfplay.num_games / per_move[label])
             for label in ("self-play", "network alone", "network in self-play")
-            if flops_per_move is not None and per_move[label] > 0}
+            if per_position is not None and per_move[label] > 0}
     return {
         "seconds_per_move": per_move,
         "share_of_selfplay": {label: seconds / whole for label, seconds in per_move.items()},
         "compile_s": {label: m.compile_s for label, m in results.items()},
         "positions_per_s": config.selfplay.num_games / whole,
-        "flops_per_evaluation": flops,
+        "flops_per_evaluation": per_position,  # of one position, as accelerator_suite's rows
         "network_tflops": rate,
         "peak_tflops": peak,
         "share_of_peak": {label: tflops / peak for label, tflops in rate.items()} if peak else {},
@@ -179,8 +180,8 @@ def report(results: dict[str, Any]) -> str:
     if results["flops_per_evaluation"]:
         peak = results["peak_tflops"]
         lines.append(
-            f"The network: {results['flops_per_evaluation'] / 1e9:.3f} GFLOP an evaluation of the {shape['games']} "
-            f"games (XLA's count), {shape['simulations'] + 1} evaluations a move; "
+            f"The network: {results['flops_per_evaluation'] / 1e6:.2f} MFLOP an evaluation of a position (XLA's "
+            f"count), {shape['simulations'] + 1} evaluations a move; "
             + (f"the peak taken: {1e3 * peak:,.0f} GFLOP/s." if peak else
                "no peak known for this device (--peak-tflops gives one)."))
     return "\n".join(lines) + "\n"

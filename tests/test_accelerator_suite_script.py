@@ -44,6 +44,21 @@ def test_selfplay_configs_hold_thousands_of_games(load_experiment):
     assert config.train.replay_capacity >= 8192 * 16
 
 
+def test_a_throughput_rows_network_reads_what_the_pgx_reference_observes(load_experiment):
+    """One network plays azjax's self-play and the pgx reference beside it: Connect Four's azjax config observes
+    pgx's planes (its observation version 2 added threat planes, which broke every row of the suite until the rows
+    pinned version 1); the breakdown's config, with no reference, keeps the game's current version."""
+    import pgx
+
+    from azjax.training import make_components
+
+    with load_experiment("accelerator_suite") as suite:
+        row = suite.throughput_config("connect_four", 1, 4, "float32", 8, 2, 2)
+        breakdown = suite.selfplay_config("connect_four", 1, 4, "float32", 8, 2, 2)
+    assert make_components(row).game.observation_shape == tuple(pgx.make("connect_four").observation_shape)
+    assert make_components(breakdown).game.observation_shape != make_components(row).game.observation_shape
+
+
 @pytest.mark.slow
 def test_quick_suite_trains(load_experiment, tmp_path):
     with load_experiment("accelerator_suite") as suite:

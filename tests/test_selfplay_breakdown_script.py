@@ -26,7 +26,7 @@ def test_the_quick_breakdown_times_every_part(load_experiment, tmp_path):
     assert results["flops_per_evaluation"] > 0 and set(rate) == set(share)
     assert set(rate) == {"self-play", "network alone", "network in self-play"}
     assert rate["self-play"] < rate["network in self-play"]  # the same FLOPs in more time
-    flops_per_move = results["flops_per_evaluation"] * (4 + 1)  # --quick: 4 simulations
+    flops_per_move = results["flops_per_evaluation"] * 64 * (4 + 1)  # --quick: 64 games, 4 simulations
     assert rate["network alone"] == pytest.approx(flops_per_move / per_move["network alone"] / 1e12)
     assert share["network alone"] == pytest.approx(rate["network alone"] / 0.05)
     assert "of the peak" in out.read_text() and "the peak taken: 50 GFLOP/s" in out.read_text()
@@ -53,11 +53,11 @@ def test_the_report_shows_the_networks_rate_and_a_dash_where_no_peak_is_known(lo
         "share_of_selfplay": {"self-play": 1.0, "free network": 0.01, "network alone": 0.94, "game alone": 0.001,
                               "network in self-play": 0.99},
         "compile_s": {"self-play": 3.0},
-        "flops_per_evaluation": 3.2e8, "network_tflops": {"network alone": 0.068}, "peak_tflops": None,
+        "flops_per_evaluation": 2.5e6, "network_tflops": {"network alone": 0.068}, "peak_tflops": None,
         "share_of_peak": {},
     }
     with load_experiment("selfplay_breakdown") as script:
         text = script.report(results)
     assert "| network alone | 80.00 | 94.0% | - | 68.0 | - |" in text
     assert "| game alone | 0.10 | 0.1% | - | - | - |" in text
-    assert "0.320 GFLOP an evaluation of the 128 games" in text and "--peak-tflops gives one" in text
+    assert "2.50 MFLOP an evaluation of a position" in text and "--peak-tflops gives one" in text

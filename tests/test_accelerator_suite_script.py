@@ -1,8 +1,8 @@
 """experiments/accelerator_suite.py --quick on the CPU: throughput beside the reference with the FLOP figures and
-the per-network figures, written as <device>-<date>.md and .json. The default test runs bfloat16 alone (the GPU
-presets' dtype; float32 self-play beside the reference is test_bench_selfplay's); both dtypes and the training part
-(learns.py and the race at the GPU preset, shrunk) are a slow test, as each of those scripts has a smoke test of its
-own."""
+the per-network figures, written as <device>-<date>.md and .json. Both runs of the script are slow tests, as the
+other benchmarks' whole runs are: one in bfloat16 alone (the GPU presets' dtype; float32 self-play beside the
+reference is test_bench_selfplay's), one with both dtypes and the training part (learns.py and the race at the GPU
+preset, shrunk; each of those scripts has a smoke test of its own). The default suite checks the configs they use."""
 
 from __future__ import annotations
 

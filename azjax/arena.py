@@ -58,6 +58,7 @@ from azjax.parallel import DATA_AXIS
 from azjax.ratings import Z_95, EloFit, elo_from_score, fit_elo, wilson_interval
 from azjax.ratings import expected_score as expected_score  # re-exported: azjax.arena was its first home
 from azjax.solver import encode_states
+from azjax.text import counted
 
 AgentFn = Callable[[jax.Array, State], jax.Array]  # (key, states [B]) -> actions [B] int32
 Player = AgentFn | Bot  # a bot with a memory (tree reuse) keeps it in a match; any other plays by its moves alone
@@ -523,8 +524,8 @@ def play_games_within_memory(key: jax.Array, game: Game, agent_a: Player, agent_
         compiled = memory.compile_within_memory(
             play_games.lower(key, game, agent_a, agent_b, num_games, **options),
             devices=list(mesh.devices.flat) if mesh is not None else None,
-            what=f"the match {agent_name(agent_a)} against {agent_name(agent_b)} ({per_device} games of {game.name} "
-                 "at once per device)",
+            what=f"the match {agent_name(agent_a)} against {agent_name(agent_b)} ({counted(per_device, 'game')} of "
+                 f"{game.name} at once per device)",
             lower_it="fewer games at once (azjax eval --games), or lighter agents")
     _compiled_matches[signature] = compiled
     while len(_compiled_matches) > MAX_COMPILED_MATCHES:

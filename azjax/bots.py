@@ -671,6 +671,7 @@ def make_bot(
     """
     spec = spec.strip()
     kind, _, rest = spec.partition(":")
+    name = bot_name(spec)
     if spec in ("random", "onestep", "perfect") or kind == "mcts":
         if game is None:
             raise SpecError(f"agent {spec!r}: which game? (give --game)")
@@ -686,7 +687,7 @@ def make_bot(
         return dataclasses.replace(uct_bot(game, _positive_int(rest, spec)), name=spec)
     if kind == "greedy":
         agent = _load(rest, spec)
-        bot = greedy_bot(agent, name=spec)
+        bot = greedy_bot(agent, name=name)
     elif kind == "az":
         reuse, run_dir = _tree_suffix(rest)
         sims = num_simulations
@@ -694,10 +695,10 @@ def make_bot(
         if head and tail.isdecimal():
             run_dir, sims = head, _positive_int(tail, spec)
         agent = _load(run_dir, spec)
-        bot = alphazero_bot(agent, num_simulations=sims, policy=policy, reuse_tree=reuse, name=spec)
+        bot = alphazero_bot(agent, num_simulations=sims, policy=policy, reuse_tree=reuse, name=name)
     elif shipped_game(spec) is not None or Path(spec).is_dir() or _looks_like_a_path(spec):
         agent = _load(spec, spec)  # a path that does not exist says so (not that it is no agent name)
-        bot = alphazero_bot(agent, num_simulations=num_simulations, policy=policy, name=spec)
+        bot = alphazero_bot(agent, num_simulations=num_simulations, policy=policy, name=name)
     else:
         raise SpecError(f"cannot read agent {spec!r}: it is no agent name and no directory; expected {SPEC_HELP}")
     if game is not None and agent.game.name != game.name:
@@ -713,6 +714,29 @@ def shipped_game(spec: str) -> str | None:
     if spec in game_names() and not Path(spec).exists():
         return spec
     return None
+
+
+def bot_name(spec: str) -> str:
+    """The name the bot of `spec` goes by: the spec, with a game's name (which loads that game's shipped agent)
+    written as the agent it loads: "connect_four" -> "pretrained:connect_four", "greedy:connect_four" ->
+    "greedy:pretrained:connect_four", "az:connect_four:64" -> "az:pretrained:connect_four:64"."""
+    spec = spec.strip()
+    kind, _, rest = spec.partition(":")
+    if kind == "greedy":
+        return f"greedy:{_shipped_name(rest)}"
+    if kind == "az":
+        _, run_dir = _tree_suffix(rest)
+        suffix = rest.removeprefix(run_dir)
+        head, _, tail = run_dir.rpartition(":")
+        if head and tail.isdecimal():
+            run_dir, suffix = head, f":{tail}{suffix}"
+        return f"az:{_shipped_name(run_dir)}{suffix}"
+    return _shipped_name(spec)
+
+
+def _shipped_name(run_dir: str) -> str:
+    shipped = shipped_game(run_dir)
+    return run_dir if shipped is None else pretrained.PREFIX + shipped
 
 
 def _looks_like_a_path(spec: str) -> bool:

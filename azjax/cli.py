@@ -290,6 +290,7 @@ def _add_serve(commands) -> None:
 
 def _serve(args: argparse.Namespace) -> int:
     from azjax import bots, serve
+    from azjax.text import counted
 
     if args.max_games < 1:
         raise bots.SpecError(f"--max-games must be >= 1, got {args.max_games}")
@@ -314,8 +315,9 @@ def _serve(args: argparse.Namespace) -> int:
               "another --port (0 picks a free one)", file=sys.stderr)
         return 1
     host = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"Serving {len(server.agents)} agents ({', '.join(server.agents)}) and {len(server.game_names)} games"
-          + (f", {len(server.records)} records" if server.records else "")
+    print(f"Serving {counted(len(server.agents), 'agent')} ({', '.join(server.agents)}) and "
+          f"{counted(len(server.game_names), 'game')}"
+          + (f", {counted(len(server.records), 'record')}" if server.records else "")
           + f" at http://{host}:{http.server_port}/ (Ctrl-C stops)", flush=True)
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"Listening on {args.host}: anyone who can reach this machine can use the page and its CPU.")
@@ -366,6 +368,7 @@ def _eval_matches(args: argparse.Namespace) -> int:
     import jax
 
     from azjax import arena, bots, parallel
+    from azjax.text import counted
 
     if args.positions and args.record is not None:
         raise bots.SpecError("--record writes the games of matches, and --positions plays none")
@@ -414,11 +417,13 @@ def _eval_matches(args: argparse.Namespace) -> int:
         for i, bot in enumerate(players)
     ]
     opening_text = (
-        f", openings of {args.opening_moves} moves by {opening.name}" if args.opening_moves else ", no openings"
+        f", openings of {counted(args.opening_moves, 'move')} by {opening.name}" if args.opening_moves
+        else ", no openings"
     )
     on_devices = f", on {len(devices)} {devices[0].platform} devices" if mesh is not None else ""
     print(
-        f"{game.name}: {len(players)} agents, {args.games} games per pairing ({args.games // 2} in each seat)"
+        f"{game.name}: {counted(len(players), 'agent')}, {counted(args.games, 'game')} per pairing "
+        f"({args.games // 2} in each seat)"
         f"{opening_text}{on_devices}.",
         flush=True,
     )
@@ -456,6 +461,7 @@ def _eval_matches(args: argparse.Namespace) -> int:
 def _write_record(args: argparse.Namespace, agents: list[str], recorded: list[dict]) -> None:
     """Writes --record: the games of the match, which `azjax serve --record` opens (`azjax.serve.records`)."""
     from azjax import arena, bots, games
+    from azjax.text import counted
 
     # The game as `games.make` takes it (`_game_for`'s choice), so that the page can rebuild it.
     trained = (bots.game_of_spec(spec) for spec in args.agents)
@@ -466,7 +472,8 @@ def _write_record(args: argparse.Namespace, agents: list[str], recorded: list[di
         args.record.write_text(json.dumps(document) + "\n")
     except OSError as error:
         raise bots.SpecError(f"--record {args.record}: cannot write it ({error.strerror or error})") from None
-    print(f"{len(recorded)} games written to {args.record} (azjax serve --record {args.record} opens them)")
+    print(f"{counted(len(recorded), 'game')} written to {args.record} (azjax serve --record {args.record} opens "
+          "them)")
 
 
 def _check_connect_four_perfect(game, specs: list[str], opening_moves: int) -> None:
@@ -542,7 +549,7 @@ def _play(args: argparse.Namespace) -> int:
     if args.opening_moves < 0:
         raise bots.SpecError("--opening-moves must be >= 0")
     _check_connect_four_perfect(game, [args.agent], args.opening_moves)
-    print(f"Loading {args.agent} ...", flush=True)
+    print(f"Loading {bots.bot_name(args.agent)} ...", flush=True)  # a game's name: its shipped agent
     bot = bots.make_bot(args.agent, game, num_simulations=args.simulations, policy=args.search_policy)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     first = {"you": 0, "agent": 1, "random": None}[args.first]
@@ -624,6 +631,7 @@ def _file_name(game: str) -> str:
 
 def _check(args: argparse.Namespace) -> int:
     from azjax import games
+    from azjax.text import counted
 
     if args.games < 2:
         print(f"azjax check: error: --games must be >= 2 (two batches of random games are compared), got "
@@ -635,7 +643,7 @@ def _check(args: argparse.Namespace) -> int:
     if args.positions is not None:
         positions = games.load_positions(games.canonical(args.positions))
     print(f"Checking {game.name} ({args.games} random games"
-          + (f", {len(positions)} test positions" if positions else "") + ") ...", flush=True)
+          + (f", {counted(len(positions), 'test position')}" if positions else "") + ") ...", flush=True)
     try:
         report = games.check_game(game, num_games=args.games, seed=args.seed, positions=positions)
     except games.GameCheckError as error:
@@ -663,7 +671,7 @@ def _join_processes(args: argparse.Namespace, command: str) -> int | None:
 
     try:
         parallel.initialize_distributed(args.coordinator_address, args.num_processes, args.process_id,
-                                        timeout_s=args.distributed_timeout)
+                                        timeout_s=args.distributed_timeout, command=f"azjax {command}")
     except ValueError as error:
         print(f"azjax {command}: error: {error}", file=sys.stderr)
         return 2
@@ -677,7 +685,7 @@ def _join_processes(args: argparse.Namespace, command: str) -> int | None:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from azjax import bots, checkpointing, games, parallel, rundir, trainer
+    from azjax import bots, checkpointing, games, interrupts, parallel, rundir, trainer
     from azjax import config as config_lib
 
     parallel.expose_cpu_cores(args.devices)  # before jax starts its backend
@@ -731,29 +739,35 @@ def _train(args: argparse.Namespace) -> int:
         print(f"azjax train: error: --eval-every must be >= 0 (0 = never), got {args.eval_every}", file=sys.stderr)
         return 2
     resume = f"azjax train --out {run_dir}"
+
+    def stopped_at_once() -> str:
+        latest = checkpointing.latest_iteration(run_dir)
+        kept = f"the last checkpoint (iteration {latest}) is kept" if latest else "no checkpoint was written"
+        return f"Stopped at once; {kept}. Resume with: {resume}"
+
     try:
-        result = trainer.train(
-            config,
-            run_dir,
-            max_seconds=args.seconds,
-            checkpoint_every=args.checkpoint_every,
-            keep_checkpoints=args.keep,
-            best_metric=args.best_metric,
-            eval_every=args.eval_every,
-            eval_games=args.eval_games,
-            eval_opponents=opponents,
-            progress=not args.no_progress,
-            num_devices=args.devices,
-            init_from=args.init_from,
-            stop_when_perfect=not args.past_perfect,
-        )
+        # The trainer's first Ctrl-C stops the run after its iteration; it hands a second one on to this.
+        with interrupts.exit_at_once(stopped_at_once):
+            result = trainer.train(
+                config,
+                run_dir,
+                max_seconds=args.seconds,
+                checkpoint_every=args.checkpoint_every,
+                keep_checkpoints=args.keep,
+                best_metric=args.best_metric,
+                eval_every=args.eval_every,
+                eval_games=args.eval_games,
+                eval_opponents=opponents,
+                progress=not args.no_progress,
+                num_devices=args.devices,
+                init_from=args.init_from,
+                stop_when_perfect=not args.past_perfect,
+            )
     except trainer.NonFiniteError as error:
         print(f"azjax train: error: {error}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:  # a second Ctrl-C: stopped at once, without saving the iteration in progress
-        latest = checkpointing.latest_iteration(run_dir)
-        kept = f"the last checkpoint (iteration {latest}) is kept" if latest else "no checkpoint was written"
-        print(f"\nStopped at once; {kept}. Resume with: {resume}", file=sys.stderr)
+    except KeyboardInterrupt:  # raised by something of the user's (a game module, a callback): stopped at once
+        print(stopped_at_once(), file=sys.stderr)
         return 130
     last = result.history[-1] if result.history else None
     if last is not None:

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
+import threading
 import time
 from collections.abc import Sequence
 
@@ -38,12 +40,16 @@ def initialize_distributed(
     process_id: int | None = None,
     *,
     timeout_s: int = DEFAULT_DISTRIBUTED_TIMEOUT_S,
+    command: str = "azjax",
 ) -> bool:
     """Joins this process to a run over several processes (`jax.distributed.initialize`); returns whether the run
     has more than one. Give the coordinator's HOST:PORT, the number of processes and this one's id (0 .. N - 1)
     together, or none of them where jax finds the cluster itself (SLURM, Open MPI, TPU pod slices; with none and
     no such cluster, nothing happens). Processes that cannot reach the coordinator within `timeout_s` seconds
     fail, and so do the others when one stops answering for that long. Call it before anything runs on jax.
+
+    When not every process has joined within `timeout_s`, jax would abort this process from C++ (no Python
+    exception to catch), so a watchdog ends it first: one line on stderr, `COMMAND: error: ...`, and exit status 1.
 
     Raises:
       ValueError: only some of the three were given, or they do not fit together.
@@ -61,9 +67,29 @@ def initialize_distributed(
         # jax aborts the whole process (no Python exception) when the coordinator never answers: check first.
         _wait_for_coordinator(coordinator_address, timeout_s)
     jax.config.update("jax_cpu_collectives_implementation", "gloo")  # CPUs talk through gloo; accelerators: their own
-    jax.distributed.initialize(coordinator_address, num_processes, process_id, initialization_timeout=timeout_s,
-                               heartbeat_timeout_seconds=timeout_s)
+    where = f"the coordinator at {coordinator_address}" if coordinator_address else "the cluster's coordinator"
+    watchdog = threading.Timer(timeout_s, _exit_with, args=(
+        f"{command}: error: not all {num_processes or 'the'} processes joined through {where} within {timeout_s} s "
+        "(--distributed-timeout): start every process, each with its own --process-id, within that time",))
+    watchdog.daemon = True
+    watchdog.start()
+    try:  # jax's own deadline comes later than the watchdog's, so that its abort never comes first
+        jax.distributed.initialize(coordinator_address, num_processes, process_id,
+                                   initialization_timeout=timeout_s + _JAX_TIMEOUT_GRACE_S,
+                                   heartbeat_timeout_seconds=timeout_s)
+    finally:
+        watchdog.cancel()
     return jax.process_count() > 1
+
+
+_JAX_TIMEOUT_GRACE_S = 10
+
+
+def _exit_with(line: str) -> None:
+    """Ends the process at once with `line` on stderr and status 1 (from a thread: the main one is blocked in C++)."""
+    print(line, file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    os._exit(1)
 
 
 def _wait_for_coordinator(address: str, timeout_s: float) -> None:

@@ -22,6 +22,7 @@ import numpy as np
 from azjax.arena import non_ending_moves
 from azjax.bots import Analysis, Bot, solve_timeouts_raised
 from azjax.games import Game, State
+from azjax.text import counted
 
 QUIT_WORDS = ("quit", "q", "exit")
 HELP_WORDS = ("help", "h", "?", "moves")
@@ -199,7 +200,7 @@ def describe_move(
         visits = np.asarray(analysis.visits[0])
         ranked = sorted(np.flatnonzero(visits > 0), key=lambda a: (-visits[a], a != action, -policy[a]))
         candidates = [
-            f"{game.action_to_string(int(a))} {int(visits[a])} visits, value {action_values[a]:+.2f}, "
+            f"{game.action_to_string(int(a))} {counted(int(visits[a]), 'visit')}, value {action_values[a]:+.2f}, "
             f"policy {policy[a]:.0%}"
             for a in ranked[:num_candidates]
         ]

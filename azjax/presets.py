@@ -22,6 +22,7 @@ from azjax.config import (
     UnknownGameError,
     with_overrides,
 )
+from azjax.text import counted
 
 # Every preset trains SAMPLES_PER_POSITION SGD samples per played position where it drops unfinished games, the
 # ratio measured on the CPU (experiments/results/replay_ratio.md), and twice it where it keeps them: then every
@@ -369,8 +370,11 @@ def _preset(game: str, preset: str) -> tuple[Config, str]:
         return dataclasses.replace(given, game=game).validate(), f"the {preset} preset registered with {game}"
     derived = derived_preset(game, preset)
     if given is not None:
-        return with_overrides(derived, dict(given)), (
-            f"the {preset} preset registered with {game}: {_sizes_text(derived)} with its overrides"
+        config = with_overrides(derived, dict(given))  # the sizes named are these, what the run trains
+        changes = ", ".join(f"{name}={value}" for name, value in dict(given).items())
+        return config, (
+            f"the {preset} preset registered with {game}: {_sizes_text(config)} (its overrides {changes} "
+            f"on the preset derived from its sizes)"
         )
     return derived.validate(), (
         f"{game} has no {preset} preset of its own, so one derived from its sizes (azjax.config.derived_preset): "
@@ -380,6 +384,7 @@ def _preset(game: str, preset: str) -> tuple[Config, str]:
 
 def _sizes_text(config: Config) -> str:
     net, search, play = config.network, config.search, config.selfplay
-    return (f"a {net.num_blocks} x {net.num_channels} network, {search.num_simulations} simulations, "
-            f"{play.num_games} games x {play.num_steps} moves, {config.train.num_sgd_steps} SGD steps of "
-            f"{config.train.batch_size}, {config.num_iterations} iterations")
+    return (f"a {net.num_blocks} x {net.num_channels} network, {counted(search.num_simulations, 'simulation')}, "
+            f"{counted(play.num_games, 'game')} x {counted(play.num_steps, 'move')}, "
+            f"{counted(config.train.num_sgd_steps, 'SGD step')} of {config.train.batch_size}, "
+            f"{counted(config.num_iterations, 'iteration')}")

@@ -14,13 +14,19 @@ Z_95 = 1.959963984540054  # the standard normal's 97.5% quantile
 
 
 def wilson_interval(score: float, num_games: int, z: float = Z_95) -> tuple[float, float]:
-    """Wilson's score interval for a proportion `score` observed over `num_games` trials (95% by default)."""
+    """Wilson's score interval for a proportion `score` observed over `num_games` trials (95% by default).
+
+    A score of 1 has the upper bound 1 exactly, and a score of 0 the lower bound 0 (so their Elo bounds are +-inf
+    alike); the rounding of centre +- half alone leaves either a hair inside, or not, depending on `num_games`.
+    """
     if num_games <= 0:
         return 0.0, 1.0
     n = num_games
     centre = (score + z * z / (2 * n)) / (1 + z * z / n)
     half = z / (1 + z * z / n) * math.sqrt(score * (1 - score) / n + z * z / (4 * n * n))
-    return max(0.0, centre - half), min(1.0, centre + half)
+    low = 0.0 if score <= 0.0 else max(0.0, centre - half)
+    high = 1.0 if score >= 1.0 else min(1.0, centre + half)
+    return low, high
 
 
 def elo_from_score(score: float) -> float:

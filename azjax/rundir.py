@@ -68,11 +68,12 @@ def read_versioned_json(path: Path, *, file_format: str, version: int, fix: str)
 
 
 def game_unavailable(run_dir: Path, error: config_lib.UnknownGameError) -> CheckpointError:
-    """The error for a run (or export) whose files are fine but whose game cannot be loaded in this process."""
+    """The error for a run (or export) whose files are fine but whose game cannot be loaded in this process. The
+    game's error says why and what to do (for a missing module: where to run, PYTHONPATH), so this adds no advice of
+    its own."""
     return CheckpointError(
         f"{run_dir} holds a run of a game that cannot be loaded here ({str(error).removeprefix('game: ')}); its "
-        "files are untouched: make the game importable (run the command where its module is, or set PYTHONPATH) "
-        "and try again"
+        "files are untouched: try again once the game loads"
     )
 
 

@@ -11,6 +11,7 @@ loss or parameter stops training at once (`NonFiniteError`) and never reaches a 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -19,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
@@ -26,6 +28,7 @@ import numpy as np
 
 from azjax import checkpointing, evaluation, memory, parallel, pretrained, rundir
 from azjax.config import TIME_BUDGET_ITERATIONS, Config, ConfigError
+from azjax.text import counted, figure
 from azjax.training import (
     RunState,
     budget_progress,
@@ -35,6 +38,9 @@ from azjax.training import (
     shard_run_state,
     split_batches,
 )
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 _clock = time.perf_counter  # the loop's clock for --seconds and the logged times (tests substitute a fake one)
 
@@ -165,7 +171,8 @@ def train(
             f"--init-from starts a new run, but {run_dir} holds one (iteration {resumed_from}): pass a new --out, "
             "or resume it without --init-from"
         )
-    with _StopSignals(log) as stop:  # until train returns, SIGINT / SIGTERM only ask to stop between iterations
+    console = _Console(log)  # every line of the loop goes through it, beside the progress bar once one shows
+    with _StopSignals(console.write) as stop:  # until train returns, SIGINT / SIGTERM ask to stop between iterations
         if resumed_from is not None:
             run_state = checkpoints.restore(config)
         else:
@@ -181,7 +188,8 @@ def train(
                 start_iteration <= config.num_iterations):
             log(_schedule_note(config, run_state))
         if start_iteration >= config.num_iterations:  # nothing to do: the run directory stays as it is
-            log(f"{run_dir} has already trained {start_iteration} iterations; pass more --iterations to go on.")
+            log(f"{run_dir} has already trained {counted(start_iteration, 'iteration')}; pass more --iterations to "
+                "go on.")
             return TrainResult(run_state, [], resumed_from, "iterations", checkpoints.latest_step())
         mesh = parallel.make_mesh(devices) if len(devices) > 1 else None
         if mesh is not None:
@@ -192,11 +200,13 @@ def train(
             rundir.truncate_metrics(run_dir, start_iteration)  # iterations after the checkpoint are redone
 
         start = _clock()  # the session's clock (--seconds, the records' "time") counts the compilation too
-        iteration_fn = _compile_iteration(config, run_state, mesh, devices, log)
+        with stop.holding():
+            iteration_fn = _compile_iteration(config, run_state, mesh, devices, console.write)
         positions_per_iteration = config.selfplay.positions_per_iteration
         history: list[dict] = []
         writer = _tensorboard_writer(run_dir, purge_step=start_iteration + 1) if primary else None
-        bar = _progress_bar(progress, start_iteration, config.num_iterations)
+        if progress:
+            console.show_bar(start_iteration, config.num_iterations)
         # The budget already spent, by iterations or time: the rest of it is spread over this session's seconds.
         time_start = float(budget_progress(run_state, config.num_iterations))
         stop_reason = "iterations"
@@ -232,33 +242,33 @@ def train(
                     try:
                         evaluator = evaluator or evaluation.make_evaluator(
                             config, mesh=mesh, num_games=eval_games, opponents=eval_opponents)
-                        record.update(_evaluate(evaluator, config, iteration, run_state, bar.write if bar else log))
+                        record.update(_evaluate(evaluator, config, iteration, run_state, console.write))
                         evaluated = True
                     except Exception as error:  # noqa: BLE001 - whatever fails in the evaluation, training goes on
                         evaluating = False
-                        (bar.write if bar else log)(_evaluation_failed(error, iteration, checkpoints.latest_step()))
+                        console.write(_evaluation_failed(error, iteration, checkpoints.latest_step()))
                 if record.get("sgd_steps", 1) == 0 and (not history or history[-1].get("sgd_steps", 1) > 0):
-                    (bar.write if bar else log)(_no_sgd_note(record, config))
+                    console.write(_no_sgd_note(record, config))
                 history.append(record)
                 if primary:
                     _log_record(run_dir, writer, record)
-                if bar is not None:
-                    bar.update(1)
-                    bar.set_postfix_str(_summary(record))
+                console.advance(_summary(record))
                 # Evaluation metrics ("eval/...") belong in `record` by here, so that a new best is saved at once.
                 if iteration % checkpoint_every == 0 or checkpoints.is_new_best(record):
                     checkpoints.save(run_state, config, record, replace=saved_before_evaluation == iteration)
                 if out_of_time:
                     stop_reason = "seconds"
                     break
-                if stop_when_perfect and plays_perfectly(record) and iteration < config.num_iterations:
-                    log(f"iteration {iteration}: the network plays perfectly (its top move is optimal in every "
-                        "labelled position and it never lost to the perfect player), so training stops here.")
-                    stop_reason = "perfect"
-                    break
+                if plays_perfectly(record):  # said at the last iteration too, where there is nothing left to stop
+                    stops = stop_when_perfect and iteration < config.num_iterations
+                    console.write(f"iteration {iteration}: the network plays perfectly (its top move is optimal in "
+                                  "every labelled position and it never lost to the perfect player)"
+                                  + (", so training stops here." if stops else "."))
+                    if stops:
+                        stop_reason = "perfect"
+                        break
         finally:
-            if bar is not None:
-                bar.close()
+            console.close_bar()
             if writer is not None:
                 writer.close()
         if int(run_state.iteration) > (checkpoints.latest_step() or 0):
@@ -472,16 +482,21 @@ class _StopSignals:
     """Turns the first SIGINT (Ctrl-C) or SIGTERM into a request, `requested`, to stop between iterations.
 
     The handler only sets a flag: the iteration is a jitted call on donated buffers, and cutting it short would
-    lose the run state. After the first signal the previous handlers return, so a second signal stops at once
-    (Ctrl-C raises KeyboardInterrupt, SIGTERM terminates); checkpoints are written atomically, so the last one
-    stays loadable. Outside the main thread (where Python delivers signals) it installs nothing, and a signal the
-    process was told to ignore (e.g. SIGINT of a background job) stays ignored.
+    lose the run state. A second signal stops at once, through the handler that was there before (Python's Ctrl-C
+    raises KeyboardInterrupt, SIGTERM terminates; `azjax train` installs one that exits at once); checkpoints are
+    written atomically, so the last one stays loadable. While JAX traces and compiles (`holding()`), a
+    KeyboardInterrupt waits until it is done: one raised inside the tracing leaves XLA's half-built program to be
+    freed as the exception unwinds, which crashes the interpreter. Outside the main thread (where Python delivers
+    signals) it installs nothing, and a signal the process was told to ignore (e.g. SIGINT of a background job)
+    stays ignored.
     """
 
     def __init__(self, log: Callable[[str], None]):
         self.requested: str | None = None  # the name of the signal that asked to stop
         self._log = log
         self._previous: dict[int, Callable | int | None] = {}
+        self._holding = False
+        self._held: int | None = None  # a second signal that waits for the end of `holding()`
 
     def __enter__(self) -> _StopSignals:
         if threading.current_thread() is threading.main_thread():
@@ -493,13 +508,37 @@ class _StopSignals:
     def __exit__(self, *exc_info) -> None:
         self._restore()
 
+    @contextlib.contextmanager
+    def holding(self):
+        """A section (JAX's tracing and compilation) out of which a second Ctrl-C's KeyboardInterrupt is kept."""
+        self._holding = True
+        try:
+            yield
+        finally:
+            self._holding = False
+        if self._held is not None:
+            self._stop_at_once(self._held)
+
     def _handle(self, signum: int, frame) -> None:
-        self.requested = signal.Signals(signum).name
+        if self.requested is None:
+            self.requested = signal.Signals(signum).name
+            self._log(
+                f"\n{self.requested} received: stopping after this iteration and saving a checkpoint "
+                "(send it again to stop at once; the last checkpoint is kept)."
+            )
+        elif self._holding and self._previous.get(signum) is signal.default_int_handler:
+            self._held = signum
+        else:
+            self._stop_at_once(signum)
+
+    def _stop_at_once(self, signum: int) -> None:
+        """Hands `signum` to the handler that was there before: it raises, exits or terminates the process."""
+        previous = self._previous.get(signum)
         self._restore()
-        self._log(
-            f"\n{self.requested} received: stopping after this iteration and saving a checkpoint "
-            "(send it again to stop at once; the last checkpoint is kept)."
-        )
+        if callable(previous):
+            previous(signum, None)
+        else:  # the default action (SIGTERM terminates), which only the signal itself can take
+            signal.raise_signal(signum)
 
     def _restore(self) -> None:
         for signum, handler in self._previous.items():
@@ -519,11 +558,13 @@ def describe_iteration(config: Config) -> str:
     selfplay, train = config.selfplay, config.train
     reanalyse = ""
     if train.reanalyse_positions:
-        opening = "" if train.reanalyse_max_moves is None else f" of the first {train.reanalyse_max_moves} moves"
-        reanalyse = (f", Reanalyse of {train.reanalyse_positions} replayed positions{opening} at "
-                     f"{train.reanalyse_simulations or config.search.num_simulations} simulations")
-    return (f"{selfplay.num_games} games x {selfplay.num_steps} moves of self-play at {config.search.num_simulations} "
-            f"simulations{reanalyse}, then {train.num_sgd_steps} SGD steps of {train.batch_size}")
+        opening = ("" if train.reanalyse_max_moves is None
+                   else f" of the first {counted(train.reanalyse_max_moves, 'move')}")
+        reanalyse = (f", Reanalyse of {counted(train.reanalyse_positions, 'replayed position')}{opening} at "
+                     f"{counted(train.reanalyse_simulations or config.search.num_simulations, 'simulation')}")
+    return (f"{counted(selfplay.num_games, 'game')} x {counted(selfplay.num_steps, 'move')} of self-play at "
+            f"{counted(config.search.num_simulations, 'simulation')}{reanalyse}, then "
+            f"{counted(train.num_sgd_steps, 'SGD step')} of {train.batch_size}")
 
 
 def _compile_iteration(config: Config, run_state: RunState, mesh, devices: list[jax.Device],
@@ -586,7 +627,7 @@ def _evaluate(
     results = evaluator(key, run_state.train_state.play_variables)  # replicated over the run's devices
     seconds = time.perf_counter() - tick
     # The headline figures; the per-stratum ones ("eval/optimal_move_rate/begin-easy", ...) go to the metrics only.
-    shown = ", ".join(f"{name.removeprefix('eval/')} {value:.3f}" for name, value in results.items()
+    shown = ", ".join(f"{name.removeprefix('eval/')} {figure(value)}" for name, value in results.items()
                       if name.count("/") <= 1 and name.startswith("eval/"))
     log(f"iteration {iteration} evaluation: {shown} ({seconds:.1f} s)")
     return {**results, "eval_seconds": round(seconds, 3)}
@@ -626,14 +667,42 @@ def _tensorboard_writer(run_dir: Path, purge_step: int):
     return SummaryWriter(str(run_dir / "tensorboard"), purge_step=purge_step)
 
 
-def _progress_bar(enabled: bool, start: int, total: int):
-    if not enabled:
-        return None
-    from tqdm import tqdm
+class _Console:
+    """Where the training loop's lines go: `log`, and while a progress bar shows, beside it.
 
-    # A run that its time budget alone ends has no total of iterations to show: the bar counts them and their rate.
-    shown = None if total >= TIME_BUDGET_ITERATIONS else total
-    return tqdm(total=shown, initial=start, desc="iterations", unit="it", dynamic_ncols=True)
+    A line written while the bar shows clears the bar, goes to `log` and redraws the bar under it (tqdm's
+    `external_write_mode`), so a custom `log` (a notebook's, a test's) gets every line either way. The bar is never
+    asked for its truth value: a bar without a total (a run that its time budget alone ends) has none.
+    """
+
+    def __init__(self, log: Callable[[str], None]):
+        self._log = log
+        self._bar: tqdm | None = None
+
+    def write(self, line: str) -> None:
+        if self._bar is None:
+            self._log(line)
+            return
+        with self._bar.external_write_mode():
+            self._log(line)
+
+    def show_bar(self, start: int, total: int) -> None:
+        """A bar from iteration `start`, to `total` iterations unless time alone ends the run (it then counts)."""
+        from tqdm import tqdm
+
+        shown = None if total >= TIME_BUDGET_ITERATIONS else total
+        self._bar = tqdm(total=shown, initial=start, desc="iterations", unit="it", dynamic_ncols=True)
+
+    def advance(self, summary: str) -> None:
+        """One iteration done: the bar moves on and shows `summary` (nothing without a bar)."""
+        if self._bar is not None:
+            self._bar.update(1)
+            self._bar.set_postfix_str(summary)
+
+    def close_bar(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
 
 
 def _plot(run_dir: Path) -> Path | None:

@@ -5,18 +5,27 @@
     python notebooks/execute.py --quick              # tiny settings (AZJAX_QUICK=1), outputs not stored
 
 Each notebook reads AZJAX_QUICK (1: tiny settings, as the test suite runs it) and AZJAX_RUN_DIR (where it writes
-or resumes its training run; default runs/<notebook>). A notebook runs with notebooks/ as its working directory.
+or resumes its training run; default runs/<notebook>). A notebook runs with notebooks/ as its working directory. It needs the dev extra (nbformat, nbclient, ipykernel):
+`pip install -e ".[dev]"`.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from pathlib import Path
 
-import nbformat
-from nbclient import NotebookClient
+try:
+    import nbformat
+    from nbclient import NotebookClient
+except ImportError as missing:
+    if __name__ != "__main__":  # imported (the notebooks' tests): the error as it is
+        raise
+    print(f"notebooks/execute.py needs the dev extra ({missing.name} is not installed): pip install -e \".[dev]\"",
+          file=sys.stderr)
+    raise SystemExit(2) from None
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parent
 

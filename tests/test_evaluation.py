@@ -226,6 +226,22 @@ def test_wilson_interval():
     assert ratings.wilson_interval(1.0, 1000)[0] == pytest.approx(0.99617, abs=1e-5)
 
 
+@pytest.mark.parametrize("num_games", [10, 16, 64, 100])
+def test_a_one_sided_match_has_intervals_that_mirror_each_other(num_games):
+    """Every game won: the score's interval reaches 1 exactly and the Elo's +inf; every game lost, the mirror image
+    (the rounding of the Wilson bounds once left +6261 or -6984 there, for some numbers of games only)."""
+    won = MatchResult("a", "b", num_games, 0, 0, num_games // 2, 0, 0, 9.0, num_games)
+    lost = MatchResult("a", "b", 0, 0, num_games, 0, 0, num_games // 2, 9.0, num_games)
+    assert won.score_interval[1] == 1.0 and lost.score_interval[0] == 0.0
+    assert won.score_interval[0] == pytest.approx(1.0 - lost.score_interval[1], abs=1e-12)
+    (won_low, won_high), (lost_low, lost_high) = won.elo_interval, lost.elo_interval
+    assert won_high == math.inf and lost_low == -math.inf
+    assert won_low == pytest.approx(-lost_high) and 0 < won_low < math.inf
+    low = f"{won_low:+.0f}"
+    assert f"+inf  [{low}, +inf]" in arena.format_match(won)
+    assert f"-inf  [-inf, {f'{lost_high:+.0f}'}]" in arena.format_match(lost)
+
+
 def test_elo_from_score():
     assert ratings.elo_from_score(0.5) == 0.0
     assert ratings.elo_from_score(0.75) == pytest.approx(400 * math.log10(3))  # 190.85

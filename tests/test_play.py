@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import builtins
 import itertools
+import json
 import operator
 import random
+import re
 
 import jax
 import jax.numpy as jnp
@@ -13,6 +15,7 @@ import numpy as np
 import pytest
 
 from azjax import bots, checkpointing, cli, games, play
+from azjax import config as config_lib
 from azjax.bots import Analysis
 from azjax.training import init_run_state
 
@@ -177,6 +180,31 @@ def test_cli_play_connect_four(monkeypatch, capsys):
     assert out.count("Not a move:") == 2 and "onestep plays" in out and "1 . . . X" in out
 
 
+def test_a_games_name_plays_its_shipped_agent_named_as_such(monkeypatch, capsys):
+    scripted_input(monkeypatch, ["quit"])
+    assert cli.main(["play", "connect_four", "--seed", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "Loading pretrained:connect_four ..." in out and "against pretrained:connect_four." in out
+    assert not re.findall(r"(?<!pretrained:)\bconnect_four\b(?!: you)", out), out  # the agent: never the bare name
+    assert bots.make_bot("connect_four", games.make("connect_four")).name == "pretrained:connect_four"
+    assert [bots.bot_name(spec) for spec in ("greedy:connect_four", "az:connect_four:64:reuse", "mcts:400")] == [
+        "greedy:pretrained:connect_four", "az:pretrained:connect_four:64:reuse", "mcts:400"]
+
+
+@pytest.mark.parametrize("arguments", [["RUN"], ["RUN", "--game", "nosuchmodule:make_it"],
+                                       ["--game", "nosuchmodule:make_it"], ["nosuchmodule:make_it"]])
+def test_a_missing_game_module_is_advised_on_once(arguments, tmp_path, capsys):
+    """A run whose config names a game module that is not importable here, or that module named directly."""
+    config = json.loads(config_lib.to_json(config_lib.get_config("tic_tac_toe")))
+    (tmp_path / "config.json").write_text(json.dumps(dict(config, game="nosuchmodule:make_it")))
+    assert cli.main(["play", *(str(tmp_path) if a == "RUN" else a for a in arguments)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert err.count("run the command where") <= 1 and "make the game importable" not in err
+    if "no module named" in err:
+        assert err.count("run the command where the module's file is, add its directory to PYTHONPATH") == 1
+
+
 def test_cli_play_bad_agent(capsys):
     assert cli.main(["play", "mcts:-3"]) == 2
     assert "not a whole number" in capsys.readouterr().err
@@ -211,6 +239,8 @@ def test_describe_move_shows_what_decided_a_search(ttt, dtype):
         "  most searched: c3 4 visits, value +0.75, policy 30%; b2 2 visits, value -0.25, policy 60%; "
         "a1 2 visits, value +0.50, policy 10%"
     )
+    one = analysis.replace(action=jnp.array([0]), visits=jnp.array([[1, 0, 0, 0, 0, 0, 0, 0, 0]], dtype))
+    assert play.describe_move(ttt, "az", one).splitlines()[2].startswith("  most searched: a1 1 visit, value")
 
 
 def test_a_searching_agent_shows_the_move_it_plays_first(tiny_overrides):

@@ -122,6 +122,14 @@ def test_a_malformed_or_missing_file_names_itself(tmp_path):
         sets.read_pons(source / "Test_L1_R1")
 
 
+def test_the_command_line_given_an_empty_folder_says_what_it_takes_in_one_line(tmp_path, capsys):
+    assert sets.main(["--pons", str(tmp_path), "--out", str(tmp_path / "out")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1 and "Traceback" not in captured.err
+    assert "error:" in captured.err and "--pons takes the folder of Pascal Pons's files" in captured.err
+
+
 def test_the_shipped_pons_sets_agree_with_his_scores():
     strata = sets.pons_strata()
     assert strata == sets.STRATA, f"Pons's six sets are not all shipped in {sets.PONS_DIR}: only {strata}"

@@ -120,7 +120,9 @@ def test_a_source_is_imported_and_its_registered_presets_apply(on_path):
     assert config.game == "hex5:make_hex5"
     assert config.num_iterations == 60 and config.selfplay.opening_moves == 2  # the registered overrides
     assert config.network.num_blocks == 2 and config.search.num_simulations == 16  # on the derived preset
-    assert "registered with hex5:make_hex5" in config_lib.preset_origin("hex5:make_hex5")
+    origin = config_lib.preset_origin("hex5:make_hex5")
+    assert "registered with hex5:make_hex5" in origin
+    assert "60 iterations" in origin and "100 iterations" not in origin  # what the run trains, not the derived
 
 
 def test_a_file_source_is_recorded_by_its_absolute_path(monkeypatch, on_path):

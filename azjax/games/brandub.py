@@ -71,6 +71,7 @@ import numpy as np
 
 from azjax.games import boards, drawing
 from azjax.games.base import Game, State, Symmetry, _dihedral_grid_maps, resolve_step
+from azjax.text import counted
 
 SIZE = 7
 NUM_CELLS = SIZE * SIZE
@@ -382,7 +383,7 @@ def _render(state: BrandubState) -> str:
         status = f"{_SIDES[int(np.argmax(rewards))]} win"
     else:
         status = f"draw with {_SIDES[player]} to move"
-    lines.append(f"{status}; {moves} move{'' if moves == 1 else 's'} played")
+    lines.append(f"{status}; {counted(moves, 'move')} played")
     return "\n".join(lines)
 
 

@@ -101,6 +101,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from azjax.games.base import Game, State, Symmetry
+from azjax.text import counted
 
 CHECKS = (
     "static_fields",
@@ -191,12 +192,13 @@ class CheckReport:
     warnings: tuple[str, ...] = ()
 
     def __str__(self) -> str:
-        symmetries = f"{len(self.symmetries_checked)} symmetries checked by play"
+        symmetries = f"{counted(len(self.symmetries_checked), 'symmetry')} checked by play"
         if self.symmetries_unchecked:
             symmetries += f" ({', '.join(self.symmetries_unchecked)} not: no invariant start)"
-        positions = f", {self.num_positions} test positions" if self.num_positions else ""
+        positions = f", {counted(self.num_positions, 'test position')}" if self.num_positions else ""
         text = (
-            f"{self.game}: {self.num_games} random games, {self.num_moves} moves (longest {self.max_game_length}), "
+            f"{self.game}: {self.num_games} random games, {counted(self.num_moves, 'move')} (longest "
+            f"{self.max_game_length}), "
             f"won by player 0/player 1/drawn {self.wins[0]}/{self.wins[1]}/{self.num_draws}, {symmetries}"
             f"{positions}; all checks passed in {self.seconds:.1f} s"
         )
@@ -613,10 +615,6 @@ def _replay(
 # The checks on the recorded games, on the host.
 
 
-def _moves(count: int) -> str:
-    return f"{count} move" if count == 1 else f"{count} moves"
-
-
 def _first(condition: np.ndarray) -> tuple[int, int] | None:
     """The earliest (t, b) where a [T, B] condition holds (lowest b among the earliest t), or None."""
     hits = np.argwhere(condition)
@@ -643,7 +641,7 @@ def _check_batch_independence(
             raise ctx.fail(
                 "batch_independence",
                 f"batch element {element}'s game, replayed at batch position {int(shared[j])} among other games, "
-                f"differs in {name} after {_moves(t)}: one game's result depends on the rest of the batch (a "
+                f"differs in {name} after {counted(t, 'move')}: one game's result depends on the rest of the batch (a "
                 "cross-batch reduction, a callback or a batching rule that mixes elements?)",
                 element=element,
                 actions=first.actions[:t, element],
@@ -668,7 +666,7 @@ def _check_trajectory(traj: _Trajectory, game: Game, ctx: _Context, leaf_names: 
     obs = traj.observations
     if (hit := _first(~np.all(np.isfinite(obs.reshape(*obs.shape[:2], -1)), axis=-1))) is not None:
         t, b = hit
-        raise fail("observation", f"observe(state) has non-finite values after {_moves(t)}", b, t)
+        raise fail("observation", f"observe(state) has non-finite values after {counted(t, 'move')}", b, t)
 
     start_bad = (players[0] != 0) | done[0] | np.any(rewards[0] != 0, axis=-1)
     if (hit := _first(start_bad[None])) is not None:
@@ -707,14 +705,14 @@ def _check_trajectory(traj: _Trajectory, game: Game, ctx: _Context, leaf_names: 
     unbalanced = ~np.all(np.isfinite(rewards), axis=-1) | (np.abs(rewards.sum(axis=-1)) > _ATOL)
     if (hit := _first(unbalanced)) is not None:
         t, b = hit
-        detail = f"rewards {rewards[t, b].tolist()} after {_moves(t)} are not finite and zero-sum"
+        detail = f"rewards {rewards[t, b].tolist()} after {counted(t, 'move')} are not finite and zero-sum"
         raise fail("zero_sum", detail, b, t)
 
     if (hit := _first(np.any(np.abs(rewards) > 1.0 + _ATOL, axis=-1))) is not None:
         t, b = hit
         raise fail(
             "reward_range",
-            f"rewards {rewards[t, b].tolist()} after {_moves(t)} lie outside [-1, 1]: the value head (a tanh) "
+            f"rewards {rewards[t, b].tolist()} after {counted(t, 'move')} lie outside [-1, 1]: the value head (a tanh) "
             "predicts values in [-1, 1] only, so it could never learn them; pay +1 for a win, -1 for a loss, 0 "
             "for a draw (or scale a score into [-1, 1])",
             b, t,
@@ -841,7 +839,7 @@ def _check_symmetries_by_play(
             mirrored = [int(inverse[a]) for a in traj.actions[:t, b]]
             raise ctx.fail(
                 "symmetries",
-                f"symmetries[{number}] ({sym.name!r}) is inconsistent with play: after {_moves(t)}, {what}: "
+                f"symmetries[{number}] ({sym.name!r}) is inconsistent with play: after {counted(t, 'move')}, {what}: "
                 f"{where}. The mirror game plays the actions mapped by sym.map_action, {mirrored}, from the same "
                 "start",
                 element=b,

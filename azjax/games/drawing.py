@@ -31,6 +31,7 @@ import numpy as np
 
 from azjax.games import boards
 from azjax.games.base import Game, State
+from azjax.text import counted
 
 SVG_NAMESPACE = "http://www.w3.org/2000/svg"
 LABEL_SIZE = 22  # px left of and above the board, for its coordinates
@@ -465,7 +466,7 @@ def draw_tafl(
     move_count = getattr(state, "move_count", None)
     if move_count is not None:
         moves = int(np.asarray(move_count))
-        status += f"; {moves} move{'' if moves == 1 else 's'} played"
+        status += f"; {counted(moves, 'move')} played"
     body += layout.caption([status])
     return _document(layout.width, layout.height, body, title=f"tafl {size} x {size}: {status}")
 
@@ -605,7 +606,7 @@ class BoardView:
         return len(self.frames)
 
     def __repr__(self) -> str:  # a notebook's plain-text fallback: short, not every frame's SVG again
-        return f"<BoardView of {len(self.frames)} position{'s' if len(self.frames) != 1 else ''}>"
+        return f"<BoardView of {counted(len(self.frames), 'position')}>"
 
     def _repr_html_(self) -> str:
         """One picture, or every frame with only one visible and Previous / Next buttons and a slider to step

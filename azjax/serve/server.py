@@ -45,6 +45,7 @@ from azjax import games as games_lib
 from azjax.games import Game, State, drawing
 from azjax.serve import board
 from azjax.serve.records import Record, RecordError, parse_record, read_record
+from azjax.text import counted
 
 HUMAN = "human"  # a seat played by the person at the page
 ALWAYS_OFFERED = ("random", "mcts:200")
@@ -210,7 +211,8 @@ def _about(spec: str) -> str:
     if spec == "perfect":
         return "perfect play from an exact solution (small games)"
     if kind == "mcts":
-        return f"Monte-Carlo tree search, {rest} simulations with random rollouts, no network"
+        simulations = counted(int(rest), "simulation") if rest.isdecimal() else f"{rest} simulations"  # unchecked yet
+        return f"Monte-Carlo tree search, {simulations} with random rollouts, no network"
     if kind == "greedy":
         return "the network's top move, no search"
     return "the network with search"
@@ -301,7 +303,7 @@ class GameServer:
           SpecError: an agent that cannot be read or loaded. GameNotFoundError: an unknown `game`.
           RecordError: a record that cannot be read, or whose game is not served.
         """
-        named = list(dict.fromkeys(spec.strip() for spec in specs if spec.strip()))
+        named = list(dict.fromkeys(bots.bot_name(spec) for spec in specs if spec.strip()))  # shipped: pretrained:
         offered = list(named)
         if not named:
             offered += [pretrained.PREFIX + name for name in pretrained.names()]

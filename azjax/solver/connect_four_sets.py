@@ -35,6 +35,7 @@ import concurrent.futures
 import multiprocessing
 import os
 import pathlib
+import sys
 import time
 from collections.abc import Callable, Sequence
 
@@ -468,7 +469,8 @@ def pons_strata(directory: pathlib.Path = PONS_DIR) -> tuple[str, ...]:
     return tuple(name for name in STRATA if (directory / f"{name}.txt").is_file())
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
+    """The command line; returns its exit status (2 when --pons's files are missing or unreadable)."""
     parser = argparse.ArgumentParser(description="Regenerate Connect Four's labelled position sets, or label "
                                      "Pascal Pons's (--pons).")
     parser.add_argument("--seed", type=int, default=0, help="the random play's seed (default 0, the shipped sets)")
@@ -481,15 +483,21 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     start = time.perf_counter()
     if args.pons is not None:
-        done = label_pons(args.pons, args.out or PONS_DIR, processes=args.processes or 1, strata=tuple(args.strata))
+        try:
+            done = label_pons(args.pons, args.out or PONS_DIR, processes=args.processes or 1,
+                              strata=tuple(args.strata))
+        except ValueError as error:  # a missing or malformed file of his, or a score the solver contradicts
+            print(f"{parser.prog}: error: {error}", file=sys.stderr)
+            return 2
         print(f"labelled: {', '.join(name for name, ok in done.items() if ok) or 'none'} "
               f"({time.perf_counter() - start:.0f} s)")
-        return
+        return 0
     sets = generate(seed=args.seed, per_stratum=args.per_stratum, processes=args.processes)
     write(sets, args.out or DATA_DIR, seed=args.seed)
     print(f"wrote {sum(len(rows) for rows in sets.values())} positions to {args.out or DATA_DIR} "
           f"in {time.perf_counter() - start:.0f} s")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -96,6 +96,13 @@ def test_symmetry_without_invariant_start_is_reported_unchecked(ttt):
     assert report.symmetries_checked == () and report.symmetries_unchecked == ("plus_one",)
 
 
+def test_the_report_counts_in_the_singular_at_one():
+    report = CheckReport(game="g", num_games=2, num_moves=1, max_game_length=1, wins=(1, 1), num_draws=0,
+                         symmetries_checked=("mirror",), symmetries_unchecked=(), seconds=0.1, num_positions=1)
+    assert "2 random games, 1 move (longest 1)" in str(report)
+    assert "1 symmetry checked by play, 1 test position;" in str(report)
+
+
 def test_rejects_too_few_games(ttt):
     with pytest.raises(ValueError, match="num_games"):
         check_game(ttt, num_games=1)

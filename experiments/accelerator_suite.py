@@ -8,7 +8,8 @@
     python experiments/accelerator_suite.py --networks 6x128 --batch-sizes 1024 4096 --simulations 32 \
         --max-batch 0 --no-training                            # a part of the grid, in a short lease
 
-It writes experiments/results/<device>-<date>.md and .json (--out-dir elsewhere):
+It writes experiments/results/<device>-<date>.md and .json (--out-dir elsewhere). On a CPU it says first which of its
+sizes are an accelerator's, then, once its first setting is timed, roughly what the rest costs there:
 
 1. Self-play throughput, azjax beside the pgx + mctx reference of bench_selfplay.py in the same run (pgx
    installed; otherwise azjax alone): Connect Four, networks 4 x 64 and 6 x 128, games B in 256 .. 8192, 32 and
@@ -50,7 +51,7 @@ from azjax.config import Config, NetworkConfig, SearchConfig, SelfPlayConfig, Tr
 from azjax.networks import inference_fn, init_variables
 from azjax.training import make_components
 
-from benchmark import Table, import_pgx, machine_info, results_stem, write_json
+from benchmark import Table, import_pgx, machine_info, results_stem, run_main, write_json
 
 # Dense peak TFLOP/s by device kind (substring of `device.device_kind`) and compute dtype, from the vendors' data
 # sheets (without sparsity); a device not listed has no bound unless --peak-tflops gives it.
@@ -166,8 +167,9 @@ def throughput_row(config: Config, variables: dict, pgx: Any, repeats: int, devi
     }
 
 
-def sgd_steps_per_second(game: str, blocks: int, channels: int, dtype: str, repeats: int, quick: bool) -> float:
-    """SGD steps/s of a `blocks` x `channels` network at the game's GPU preset batch (its replay filled once)."""
+def sgd_config(game: str, blocks: int, channels: int, dtype: str, quick: bool) -> Config:
+    """The config of part 2's SGD steps: the game's GPU preset with a `blocks` x `channels` network (and, to fill its
+    replay once, a cheap iteration of few simulations; everything shrunk with `quick`)."""
     preset = config_lib.get_config(game, "gpu")
     overrides: dict[str, Any] = {"network.num_blocks": blocks, "network.num_channels": channels,
                                  "network.compute_dtype": dtype}
@@ -177,7 +179,12 @@ def sgd_steps_per_second(game: str, blocks: int, channels: int, dtype: str, repe
                           "search.max_num_considered_actions": 2})
     else:  # the replay is filled by one cheap iteration (a few simulations): the SGD steps timed are the preset's
         overrides.update({"search.num_simulations": 4, "search.max_num_considered_actions": 4})
-    config = config_lib.with_overrides(preset, overrides)
+    return config_lib.with_overrides(preset, overrides)
+
+
+def sgd_steps_per_second(game: str, blocks: int, channels: int, dtype: str, repeats: int, quick: bool) -> float:
+    """SGD steps/s of a `blocks` x `channels` network at the game's GPU preset batch (its replay filled once)."""
+    config = sgd_config(game, blocks, channels, dtype, quick)
     run_state, _ = jax.jit(training.make_train_iteration(config))(training.init_run_state(config))
     parts = training.make_components(config)
     sgd = jax.jit(lambda key, state, replay: training.run_sgd_steps(key, state, replay, parts=parts, config=config))
@@ -209,6 +216,83 @@ def largest_batch(blocks: int, channels: int, dtype: str, sims: int, start: int,
         fits = batch
         batch *= 2
     return fits
+
+
+def network_cost(blocks: int, channels: int) -> int:
+    """A network's cost per position evaluation, relative: its convolutions (the stem's and a residual block's two)
+    of `channels` x `channels` each. It scales one setting's measured time to another's, roughly."""
+    return (2 * blocks + 1) * channels**2
+
+
+def training_part(args: argparse.Namespace) -> dict[str, Any]:
+    """Part 3 as the arguments make it: the seconds of each training run, how many runs, the matches after."""
+    return {"seconds": args.train_seconds, "runs": 1 if args.no_race else 2, "mcts": 16 if args.quick else 1600,
+            "games": 4 if args.quick else 200}
+
+
+def cpu_notice(plan: dict[str, Any], settings: list[tuple], quick: bool, part3: dict[str, Any] | None) -> str | None:
+    """What the suite asks of a CPU, said before it starts: the sizes that are an accelerator's (all of them; with
+    --quick, part 3's training time alone), and that their cost here is estimated once the first setting is timed.
+    None where nothing is an accelerator's (--quick --no-training)."""
+    training = (f"part 3 trains {part3['runs']} x {part3['seconds']:g} s (the GPU preset{', shrunk' if quick else ''}) "
+                f"and plays {part3['games']} games a seat against UCT-{part3['mcts']}" if part3 is not None else None)
+    if quick:
+        if training is None:
+            return None
+        return (f"On a CPU: --quick shrinks parts 1 and 2, not part 3's time, an accelerator's: {training}, "
+                f"{duration(part3['runs'] * part3['seconds'])} of training; --no-training or --train-seconds make it "
+                "shorter.")
+    networks = ", ".join(f"{b}x{c}" for b, c in plan["networks"])
+    parts = [f"part 1 times {len(settings)} self-play settings (networks {networks}, up to "
+             f"{max(plan['batch_sizes'])} games x {max(plan['simulations'])} simulations)",
+             "part 2 trains at the GPU preset's SGD batch" + (f" and doubles the game batch up to {plan['max_batch']}"
+                                                              if plan["max_batch"] else ""), *filter(None, [training])]
+    return (f"On a CPU: these sizes are an accelerator's: {'; '.join(parts)}. What parts 1 and 2 cost here is "
+            "estimated once the first setting is timed; --quick, --no-training, --train-seconds, --max-batch 0, "
+            "--networks, --batch-sizes and --simulations make the suite smaller.")
+
+
+def cpu_estimate(plan: dict[str, Any], settings: list[tuple], first_wall_s: float, first_call_s: float,
+                 num_impls: int, part3: dict[str, Any] | None, quick: bool) -> str:
+    """The cost of the rest of the suite on this CPU, from the first setting's measured seconds: its wall time
+    (`first_wall_s`: compilation and set-up included) and one timed call of one implementation (`first_call_s`).
+
+    Every other setting costs the first one's set-up plus its calls scaled by positions x (simulations + 1) x
+    `network_cost`; part 2's SGD steps as three evaluations (forward and backward) a sample, its largest-batch search
+    one call a batch; part 3 the seconds it is given. Rough: only the network's work scales.
+    """
+    _, blocks, channels, _, batch, sims = settings[0]
+    steps, repeats = plan["steps"], plan["repeats"]
+    per_unit = first_call_s / (batch * steps * (sims + 1) * network_cost(blocks, channels))
+    setup_s = max(first_wall_s - num_impls * repeats * first_call_s, 0.0)
+    part1 = sum(setup_s + num_impls * repeats * per_unit * b * steps * (s + 1) * network_cost(nb, nc)
+                for _, nb, nc, _, b, s in settings[1:])
+    part2 = 0.0
+    for nb, nc in plan["networks"]:
+        config = sgd_config("connect_four", nb, nc, "float32", quick)
+        fill = config.selfplay.num_games * config.selfplay.num_steps * (config.search.num_simulations + 1)
+        sgd = (repeats + 1) * config.train.num_sgd_steps * config.train.batch_size * 3
+        doubled, batches, compiles = plan["batch_sizes"][0], 0, 2  # the filling iteration's and the SGD steps'
+        while plan["max_batch"] and doubled <= plan["max_batch"]:
+            batches, doubled, compiles = batches + doubled, 2 * doubled, compiles + 1
+        work = (fill + sgd + batches * 2 * (plan["simulations"][0] + 1)) * network_cost(nb, nc)
+        part2 += len(plan["dtypes"]) * (compiles * setup_s + per_unit * work)
+    others = len(settings) - 1
+    line = (f"This CPU timed the first setting in {duration(first_wall_s)}: "
+            + (f"by the others' games x simulations x network, part 1's other {others} settings take about "
+               f"{duration(part1)} and part 2 about " if others else "part 2, by its games x simulations x network, "
+               "takes about ") + duration(part2))
+    if part3 is not None:
+        line += (f"; part 3 trains {duration(part3['runs'] * part3['seconds'])}, then plays its matches against "
+                 f"UCT-{part3['mcts']}")
+    return line + "."
+
+
+def duration(seconds: float) -> str:
+    """"45 s", "12 min", "3.5 h"."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 90 * 60 else f"{seconds / 3600:.1f} h"
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -250,20 +334,25 @@ def main(argv: list[str] | None = None) -> dict:
     results: dict[str, Any] = {"machine": info, "device_kind": device.device_kind, "quick": args.quick,
                                "throughput": [], "per_network": [], "training": {}}
 
+    settings = [("connect_four", b, c, d, n, s) for (b, c) in plan["networks"] for d in plan["dtypes"]
+                for s in plan["simulations"] for n in plan["batch_sizes"]]
+    if not (args.no_go or args.quick) and pgx is not None:  # Go's compilation alone would double the quick run
+        settings.append(("pgx:go_9x9", *plan["networks"][-1], "bfloat16", plan["batch_sizes"][-1],
+                         plan["simulations"][0]))
+    part3 = None if args.no_training else training_part(args)
+    on_cpu = device.platform == "cpu"
+    notice = cpu_notice(plan, settings, args.quick, part3) if on_cpu else None
+    if notice:
+        print(notice + "\n", flush=True)
+
     table = Table([("game", "12s"), ("net", "6s"), ("dtype", "8s"), ("B", "6d"), ("S", "4d"), ("azjax pos/s", "12.0f"),
                    ("ref pos/s", "10s"), ("ratio", "6s"), ("sims/s", "11.0f"), ("net TFLOP/s", "11s"),
                    ("of peak", "7s"), ("compile s", "9.1f")])
     lines += ["## Self-play throughput", "", "```", table.header()]
     print("\n".join(lines), flush=True)
     key = jax.random.key(0)
-    settings = [("connect_four", b, c, d, n, s) for (b, c) in plan["networks"] for d in plan["dtypes"]
-                for s in plan["simulations"] for n in plan["batch_sizes"]]
-    if not (args.no_go or args.quick):  # Go's compilation alone would double the quick run
-        settings.append(("pgx:go_9x9", *plan["networks"][-1], "bfloat16", plan["batch_sizes"][-1],
-                         plan["simulations"][0]))
-    for game, blocks, channels, dtype, batch, sims in settings:
-        if game.startswith("pgx:") and pgx is None:
-            continue
+    for index, (game, blocks, channels, dtype, batch, sims) in enumerate(settings):
+        start = time.perf_counter()
         config = throughput_config(game, blocks, channels, dtype, batch, sims, plan["steps"])
         parts = make_components(config)
         variables = init_variables(parts.network, jax.random.key(1), parts.game.observation_shape)
@@ -271,6 +360,7 @@ def main(argv: list[str] | None = None) -> dict:
         row = throughput_row(config, variables, pgx, plan["repeats"], device,
                              peak_tflops(device, dtype, args.peak_tflops), row_key)
         results["throughput"].append(row)
+        wall_s = time.perf_counter() - start
         shown = table.row(
             game, row["network"], dtype, batch, sims, row["azjax_positions_per_s"],
             f"{row['reference_positions_per_s']:.0f}" if row["reference_positions_per_s"] else "-",
@@ -279,6 +369,10 @@ def main(argv: list[str] | None = None) -> dict:
             f"{row['share_of_peak']:.1%}" if row["share_of_peak"] else "-", row["compile_s"]["azjax"])
         lines.append(shown)
         print(shown, flush=True)
+        if on_cpu and index == 0:
+            estimate = cpu_estimate(plan, settings, wall_s, statistics.median(row["times_s"]["azjax"]),
+                                    len(row["times_s"]), part3, args.quick)
+            print(f"({estimate})", flush=True)
     lines.append("```")
 
     per_net = Table([("net", "6s"), ("dtype", "8s"), ("SGD steps/s", "11.1f"), ("largest B", "9s"),
@@ -311,8 +405,8 @@ def main(argv: list[str] | None = None) -> dict:
                   "train.batch_size=32", "train.replay_capacity=4096", "search.num_simulations=4"]
                  if args.quick else [])
         report = learns.main(["--game", "connect_four", "--preset", "gpu", "--out", str(out / "connect_four"),
-                              "--seconds", str(args.train_seconds), "--mcts", "16" if args.quick else "1600",
-                              "--games", "4" if args.quick else "200", *extra])
+                              "--seconds", str(args.train_seconds), "--mcts", str(part3["mcts"]),
+                              "--games", str(part3["games"]), *extra])
         race = None if args.no_race else time_to_strength.main(
             ["--game", "connect_four", "--preset", "gpu", "--seconds", str(args.train_seconds), "--out",
              str(out / "race"), *extra] + (["--marks", str(args.train_seconds), "--games-per-seat", "2"]
@@ -328,4 +422,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -40,7 +40,7 @@ from azjax.networks import inference_fn, init_variables
 from azjax.search import make_search_fn
 from azjax.training import make_components
 
-from benchmark import free_network, machine_info, median, timed, write_json
+from benchmark import free_network, machine_info, median, run_main, timed, write_json
 
 QUICK = {"network.num_blocks": 1, "network.num_channels": 8, "network.value_hidden": 8, "search.num_simulations": 4}
 
@@ -154,4 +154,4 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -38,7 +38,6 @@ import argparse
 import dataclasses
 import functools
 import json
-import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -48,7 +47,7 @@ import jax.numpy as jnp
 
 from azjax import games
 
-from benchmark import Measurement, format_rate, import_pgx, machine_info
+from benchmark import Measurement, format_rate, import_pgx, machine_info, run_main
 
 # The pgx environment id of each azjax game that pgx also implements (pgx has no Gomoku, and Othello only 8 x 8).
 PGX_IDS = {"tic_tac_toe": "tic_tac_toe", "connect_four": "connect_four", "othello": "othello"}
@@ -339,4 +338,4 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    run_main(main)

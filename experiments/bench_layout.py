@@ -29,7 +29,7 @@ import jax
 from azjax import config as config_lib
 from azjax import training
 
-from benchmark import Table, machine_info, preset_config, write_json
+from benchmark import Table, machine_info, preset_config, run_main, write_json
 
 GAMES = ("tic_tac_toe", "connect_four", "gomoku9", "othello6", "brandub")
 
@@ -95,4 +95,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -123,4 +123,6 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
 
 if __name__ == "__main__":
-    main()
+    from benchmark import run_main
+
+    run_main(main)

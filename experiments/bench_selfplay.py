@@ -51,7 +51,6 @@ import argparse
 import dataclasses
 import functools
 import json
-import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -67,7 +66,7 @@ from azjax.networks import AlphaZeroNetwork, init_variables
 from azjax.training import make_components
 
 # The machine header is bench_games.py's, so that the two benchmarks describe a machine alike.
-from benchmark import Measurement, format_rate, import_pgx, machine_info
+from benchmark import Measurement, format_rate, import_pgx, machine_info, run_main
 
 GAME = "connect_four"  # the azjax game; the reference plays pgx's game of the same id
 OBSERVATION_VERSION = 1  # the stones only, as pgx observes them: one network serves both
@@ -506,4 +505,4 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    run_main(main)

@@ -57,4 +57,6 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    from benchmark import run_main
+
+    run_main(main)

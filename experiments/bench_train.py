@@ -33,7 +33,7 @@ import jax
 from azjax import config as config_lib
 from azjax import training
 
-from benchmark import Table, machine_info, preset_config, timed, write_json
+from benchmark import Table, machine_info, preset_config, run_main, timed, write_json
 
 
 def bench_game(config: config_lib.Config, repeats: int) -> list[dict]:
@@ -90,4 +90,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -28,7 +28,7 @@ import jax.numpy as jnp
 
 from azjax import arena, bots, games, parallel
 
-from benchmark import machine_info, median, timed, write_json
+from benchmark import machine_info, median, run_main, timed, write_json
 from uct_reference import mctx_uct_analysis
 
 SEARCHES = {"azjax": bots.uct_analysis, "mctx": mctx_uct_analysis}
@@ -131,4 +131,4 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

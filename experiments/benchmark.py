@@ -1,6 +1,6 @@
 """What every benchmark script here shares: the machine description, timing a jitted function and its record
-(`Measurement`), pgx where installed, tables, configs from the command line, and the JSON record. A new benchmark
-is its measurement and a few lines of these.
+(`Measurement`), pgx where installed, tables, configs from the command line, the JSON record, and the entry point
+(`run_main`: Ctrl-C as one line and exit status 130). A new benchmark is its measurement and a few lines of these.
 
 The scripts import it as `benchmark` (running `python experiments/X.py` puts this folder on the path; the tests
 put it there too).
@@ -18,14 +18,16 @@ import platform
 import re
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import jax
 import jax.numpy as jnp
 
 from azjax import config as config_lib
+from azjax import interrupts
 
 
 def _cpu_model() -> str:
@@ -183,3 +185,31 @@ def write_json(path: pathlib.Path | str | None, results: dict) -> None:
     """Writes the results (machine description included) as indented JSON, if a path is given."""
     if path is not None:
         pathlib.Path(path).write_text(json.dumps(results, indent=2) + "\n")
+
+
+# What the running script has written so far (files, run directories), for the line Ctrl-C prints; `run_main`
+# empties it, `note_written` adds to it.
+_written: list[str] = []
+
+
+def note_written(path: pathlib.Path | str) -> None:
+    """Records that the running script has written (or is writing) `path`: Ctrl-C's line then names it."""
+    if str(path) not in _written:
+        _written.append(str(path))
+
+
+def interrupted_line() -> str:
+    """The one line Ctrl-C prints: what the script has written so far, where it said (`note_written`)."""
+    return f"Interrupted: written so far: {', '.join(_written)}" if _written else "Interrupted."
+
+
+def run_main(main: Callable[[], object]) -> NoReturn:
+    """What each script's `if __name__ == "__main__":` calls: `main()`, then exit with the status it returns (0 for
+    anything but an int); Ctrl-C (SIGINT) prints one line on stderr (`interrupted_line`) and exits with status 130
+    at once, no traceback (`azjax.interrupts.exit_at_once`, as `azjax train` does). While `trainer.train` runs,
+    its first Ctrl-C stops the run after the iteration and the second reaches this one.
+    """
+    _written.clear()
+    with interrupts.exit_at_once(interrupted_line):
+        status = main()
+    sys.exit(status if isinstance(status, int) else 0)

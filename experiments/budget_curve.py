@@ -1,15 +1,19 @@
 """Strength against training budget: the picture of issue 42's curve, from the judgements `azjax eval --positions`
 wrote for runs of several budgets.
 
+    python experiments/budget_curve.py          # the recorded curve again (DEFAULT_POINTS), into runs/budget_curve
     python experiments/budget_curve.py \
         --point "2 x 32 (preset)" 30 experiments/results/budget/c4-30m-positions.json runs/c4-30m-base \
         --point "3 x 48" 30 experiments/results/budget/c4-30m-positions.json runs/c4-30m-3x48 \
         --point "3 x 48" 60 experiments/results/budget/c4-60m-positions.json runs/c4-60m-3x48 \
-        --out experiments/results/connect_four_budget_cpu
+        --out runs/c4-curve
 
-Each --point is LABEL MINUTES JSON AGENT: AGENT's network (`greedy:AGENT` in the JSON) and its search (`AGENT`, at
-the --simulations the judgement used) on the labelled positions of the JSON, as one point of LABEL's line at MINUTES
-of training. Points of one label are joined in order of their minutes. Draws the share of optimal moves over all the
+Without --point, the points of the picture recorded as experiments/results/connect_four_budget_curve_cpu.png (the
+judgements committed in experiments/results/budget/); without --out, runs/budget_curve (`--out
+experiments/results/connect_four_budget_curve_cpu` rewrites the record). Each --point is LABEL MINUTES JSON AGENT:
+AGENT's network (`greedy:AGENT` in the JSON) and its search (`AGENT`, at the --simulations the judgement used) on the
+labelled positions of the JSON, as one point of LABEL's line at MINUTES of training. Points of one label are joined
+in order of their minutes. Draws the share of optimal moves over all the
 positions and over one stratum (--stratum, by default begin-hard: the positions far from the end), the network's
 solid and its search's dashed, with the issue's bars as grey lines (--bar ALL STRATUM, per cent), and writes the
 picture (OUT.png) and the table it draws (OUT.md). No JAX, no training: it reads what the evaluations wrote.
@@ -21,8 +25,20 @@ import argparse
 import collections
 import json
 import pathlib
-import sys
 from typing import Any
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+# The recorded curve (experiments/results/connect_four_budget_curve_cpu.png and .md): LABEL MINUTES JSON AGENT, each
+# JSON relative to the repository.
+DEFAULT_POINTS = (
+    ("2 x 32 (the preset)", "10", "experiments/results/budget/c4-10m-levers-positions.json", "runs/lever-base-s0"),
+    ("2 x 32 (the preset)", "30", "experiments/results/budget/c4-30m-positions.json", "runs/c4-30m-base"),
+    ("2 x 32 (the preset)", "60", "experiments/results/budget/c4-60m-2x32-positions.json", "runs/c4-60m-2x32"),
+    ("2 x 32 (the preset)", "120", "experiments/results/budget/c4-120m-2x32-positions.json", "runs/c4-120m-2x32"),
+    ("3 x 48", "30", "experiments/results/budget/c4-30m-positions.json", "runs/c4-30m-3x48"),
+    ("3 x 48", "60", "experiments/results/budget/c4-60m-positions.json", "runs/c4-60m-3x48"),
+)
+DEFAULT_OUT = "runs/budget_curve"
 
 
 def read_point(label: str, minutes: str, path: str, agent: str) -> dict[str, Any]:
@@ -95,14 +111,18 @@ def draw(points: list[dict[str, Any]], stratum: str, bars: tuple[float, float] |
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--point", nargs=4, action="append", required=True,
-                        metavar=("LABEL", "MINUTES", "JSON", "AGENT"), help="one run's judgement (see above)")
+    parser.add_argument("--point", nargs=4, action="append", metavar=("LABEL", "MINUTES", "JSON", "AGENT"),
+                        help="one run's judgement (see above; default: the recorded curve's, DEFAULT_POINTS)")
     parser.add_argument("--stratum", default="begin-hard", help="the second panel's stratum (default: begin-hard)")
     parser.add_argument("--bar", nargs=2, type=float, metavar=("ALL", "STRATUM"), default=(97.0, 92.0),
                         help="grey lines at these per cents (default: issue 42's 97 and 92)")
-    parser.add_argument("--out", required=True, help="writes OUT.png and OUT.md")
+    parser.add_argument("--out", default=DEFAULT_OUT, help=f"writes OUT.png and OUT.md (default: {DEFAULT_OUT})")
     args = parser.parse_args(argv)
-    points = [read_point(*point) for point in args.point]
+    if args.point:
+        points = [read_point(*point) for point in args.point]
+    else:  # read from the repository wherever this runs, shown as the record shows them
+        points = [{**read_point(label, minutes, str(REPO / path), agent), "source": path}
+                  for label, minutes, path, agent in DEFAULT_POINTS]
     for point in points:
         rate(point, "network", args.stratum)  # a missing stratum is named before anything is written
     out = pathlib.Path(args.out)
@@ -114,4 +134,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from benchmark import run_main
+
+    run_main(main)

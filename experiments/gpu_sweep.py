@@ -22,7 +22,8 @@ simulations, the base preset's (--eval-simulations), so that the networks are se
 their searches. Writes experiments/results/<device>-<date>-sweep-<game>.md and .json (--results-dir): the device,
 the versions, each variant's overrides, iterations reached, seconds an iteration, optimal-move rates and Elo, every
 command run and its wall time. The per-step times are estimates until a sweep has run on an accelerator: its JSON
-records what each step took.
+records what each step took. After the first run the sweep says what the rest takes at that run's measured pace; on
+a CPU it announces no total before then, since a run ends only after a whole iteration of the preset.
 """
 
 from __future__ import annotations
@@ -45,8 +46,9 @@ import jax
 
 from azjax import config as config_lib
 from azjax.solver import positions as positions_lib
+from azjax.text import counted
 
-from benchmark import machine_info, results_stem
+from benchmark import machine_info, note_written, results_stem, run_main
 
 # The candidates per game, as config overrides on the game's GPU preset. "preset" is the preset itself; "old" the GPU
 # preset before it took the CPU's lessons (azjax/presets.py), field for field; "short" half the moves an iteration
@@ -153,6 +155,46 @@ def default_minutes(num_variants: int, with_positions: bool) -> float:
     least MIN_MINUTES)."""
     spare = BUDGET_MINUTES - eval_minutes(num_variants, with_positions) - num_variants * RUN_OVERHEAD_MINUTES
     return max(MIN_MINUTES, math.floor(4 * spare / num_variants) / 4)
+
+
+def device_platform() -> str:
+    """The platform of the device jax gives a process here ("cpu", "gpu", "tpu"; "unknown" where jax fails), asked
+    of a process of its own: this one starts no backend before the runs, whose device memory it would share."""
+    probe = subprocess.run([sys.executable, "-c", "import jax; print(jax.devices()[0].platform)"],
+                           capture_output=True, text=True, check=False,
+                           env={**os.environ, "XLA_PYTHON_CLIENT_PREALLOCATE": "false"})
+    lines = probe.stdout.split()
+    return lines[-1] if probe.returncode == 0 and lines else "unknown"
+
+
+def announcement(game: str, preset: str, num_variants: int, minutes: float, with_positions: bool,
+                 runs_dir: pathlib.Path, platform: str) -> str:
+    """The sweep's first line: what it trains and, with the estimated overheads, how long it takes in all; on a CPU,
+    that no total is known until the first run has trained (`first_run_line` says it then)."""
+    estimate = num_variants * (minutes + RUN_OVERHEAD_MINUTES) + eval_minutes(num_variants, with_positions)
+    head = f"Sweep of {game}'s {preset} preset: {num_variants} variants x {minutes:g} min of training"
+    if platform != "cpu":
+        return f"{head}, about {estimate:.1f} min in all with the estimated overheads; runs in {runs_dir}."
+    sizes = "these sizes are an accelerator's, and " if preset == "gpu" else ""
+    return (f"{head}; runs in {runs_dir}. On a CPU: {sizes}a run stops only after a whole iteration (its "
+            f"compilation first), which here can take far longer than {minutes:g} min: the {estimate:.1f} min "
+            "estimated for an accelerator say nothing here, and the total is known once the first run has trained "
+            "(it is printed then).")
+
+
+def first_run_line(wall_seconds: float, run: dict[str, Any], num_left: int, num_variants: int,
+                   with_positions: bool, platform: str) -> str:
+    """What the rest of the sweep takes, from the first run as measured: its wall seconds (`run_step`'s) and
+    iterations (`read_run`'s), for each of the `num_left` runs after it, then the evaluation's estimate (an
+    accelerator's: on a CPU the evaluation takes longer, by how much no figure here says)."""
+    seconds, count = run["median_iteration_seconds"], run["iterations"]
+    iterations = (f"{counted(count, 'iteration')} of {seconds:.1f} s" if seconds is not None
+                  else "no iteration recorded")
+    evaluation = eval_minutes(num_variants, with_positions)
+    rest = (f"the evaluation, {evaluation:.1f} min estimated for an accelerator and longer on this CPU"
+            if platform == "cpu" else f"about {evaluation:.1f} min of evaluation")
+    return (f"The first run took {wall_seconds / 60:.1f} min ({iterations}): {counted(num_left, 'more run')} "
+            f"as long take about {num_left * wall_seconds / 60:.1f} min, then {rest}.")
 
 
 def override_arguments(overrides: dict[str, Any]) -> list[str]:
@@ -263,9 +305,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if taken:  # `azjax train --out` would resume them instead of starting afresh
         parser.error(f"{runs_dir} already holds {', '.join(taken)}: give another --runs-dir")
 
-    estimate = len(names) * (minutes + RUN_OVERHEAD_MINUTES) + eval_minutes(len(names), with_positions)
-    print(f"Sweep of {args.game}'s {args.preset} preset: {len(names)} variants x {minutes:g} min of training, about "
-          f"{estimate:.1f} min in all with the estimated overheads; runs in {runs_dir}.")
+    platform = device_platform()
+    print(announcement(args.game, args.preset, len(names), minutes, with_positions, runs_dir, platform))
     for name, config in configs.items():
         net, play, train = config.network, config.selfplay, config.train
         print(f"  {name:10} {net.num_blocks}x{net.num_channels} {net.compute_dtype}, {config.search.num_simulations} "
@@ -283,10 +324,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         command = [*cli, "train", "--game", args.game, "--preset", args.preset, "--seconds", f"{minutes * 60:g}",
                    "--out", str(run_dir), "--no-progress", "--eval-every", "0", "--iterations",
                    str(NO_LIMIT_ITERATIONS), *override_arguments(variant_overrides(args.game, name, extra))]
+        note_written(runs_dir)
         step = run_step(command, timeout=minutes * 60 + RUN_TIMEOUT_SLACK_S)
         steps.append(step)
         rows.append({"variant": name, "overrides": VARIANTS[args.game][name], "run_dir": str(run_dir),
                      "config": config_lib.to_dict(configs[name]), **step, **read_run(run_dir)})
+        if len(rows) == 1:
+            print(first_run_line(step["wall_seconds"], rows[0], len(names) - 1, len(names), with_positions,
+                                 platform), flush=True)
 
     ready = [row for row in rows if row["has_checkpoint"]]
     sims = ["--simulations", str(eval_sims)] if eval_sims else []
@@ -373,4 +418,4 @@ def report(results: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

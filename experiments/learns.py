@@ -34,7 +34,7 @@ from azjax import bots, checkpointing, evaluation, parallel, trainer
 from azjax.agent import load_agent
 from azjax.solver import positions
 
-from benchmark import preset_config
+from benchmark import note_written, preset_config, run_main
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -66,6 +66,8 @@ def main(argv: list[str] | None = None) -> dict:
     parallel.expose_cpu_cores()  # one jax device per core, so that training and the matches split over them
 
     config = preset_config(args.game, args.preset, args.set)
+    note_written(args.out)
+    note_written(first_dir)
     if not first_dir.exists():
         trainer.train(dataclasses.replace(config, num_iterations=1), args.out, progress=False)
         shutil.copytree(args.out, first_dir)
@@ -114,4 +116,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -1,10 +1,11 @@
 """Train, package and measure the agent that ships for a game (azjax/pretrained/GAME): one script, rerunnable.
 
-    python experiments/pretrain.py connect_four                  # train (the game's budget), package, measure
+    python experiments/pretrain.py connect_four --out azjax/pretrained/connect_four   # train, package, measure: ship
     python experiments/pretrain.py connect_four --skip-training  # package and measure the finished run again
     python experiments/pretrain.py othello6 --seconds 1800 --opponents mcts:400 --games 100
 
-Three steps, each recorded in the agent's model card (azjax/pretrained/GAME/card.json):
+The agent goes to runs/pretrain/GAME-agent unless --out says where: the shipped one is replaced only by naming its
+directory. Three steps, each recorded in the agent's model card (OUT/card.json):
 1. train: `azjax train --game GAME --seconds S --seed SEED --out runs/pretrain/GAME --no-progress` (tic-tac-toe: the
    preset's iterations), in a subprocess, so that the card's command is exactly what ran; the run directory gets
    pretrain.json (command, commit, machine, wall time), so that packaging and measuring can be redone later.
@@ -68,12 +69,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iterations", type=int, help="training budget in iterations (default: the game's)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--run-dir", type=Path, help="the training run (default: runs/pretrain/GAME)")
-    parser.add_argument("--out", type=Path, help="the agent's directory (default: azjax/pretrained/GAME)")
+    parser.add_argument("--out", type=Path, help="the agent's directory (default: runs/pretrain/GAME-agent; "
+                        "azjax/pretrained/GAME replaces the shipped agent)")
     parser.add_argument("--skip-training", action="store_true", help="package and measure the finished run")
     parser.add_argument("--no-measure", action="store_true", help="train and package only")
     parser.add_argument("--games", type=int, default=200, help="games per measuring match (default: 200)")
     parser.add_argument("--opponents", help="comma-separated match opponents (default: the game's)")
     parser.add_argument("--reference", metavar="RUN", help="also play this agent (e.g. a 10-minute preset run)")
+    parser.add_argument("--reference-name", default="the reference run", metavar="TEXT",
+                        help="what the card calls --reference (its path names nothing on another machine)")
     parser.add_argument("--positions", action=argparse.BooleanOptionalAction, default=True,
                         help="judge on the labelled positions where the game has them (default: yes)")
     parser.add_argument("--play-simulations", type=int, help="the shipped agent's simulations per move in play "
@@ -89,21 +93,31 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give a game (or --table)")
     spec = GAMES[args.game]
     run_dir = args.run_dir or Path("runs/pretrain") / args.game
-    out = args.out or REPO / "azjax" / "pretrained" / args.game
+    out = args.out or default_out(args.game)
     seconds = args.seconds if args.seconds is not None else spec.get("seconds")
     iterations = args.iterations if args.iterations is not None else spec.get("iterations")
+    from benchmark import note_written  # late, as jax is: --table needs neither
+
     if not args.skip_training:
+        note_written(run_dir)
         train(args.game, run_dir, seconds, args.seed, [*spec.get("set", ()), *args.set], iterations)
     simulations = args.play_simulations if args.play_simulations is not None else spec["simulations"]
     package(run_dir, out, simulations)
+    note_written(out)
     if args.no_measure:
         return 0
     opponents = tuple(args.opponents.split(",")) if args.opponents else spec["opponents"]
     if args.reference:
         opponents += (args.reference,)
     measure(args.game, out, opponents=opponents, games=args.games, opening_moves=spec["opening_moves"],
-            positions=args.positions and args.game in LABELLED)
+            positions=args.positions and args.game in LABELLED,
+            names={args.reference: args.reference_name} if args.reference else None)
     return 0
+
+
+def default_out(game: str) -> Path:
+    """Where the agent goes without --out: beside its run, never over the shipped agent's committed files."""
+    return Path("runs/pretrain") / f"{game}-agent"
 
 
 def train(game: str, run_dir: Path, seconds: float | None, seed: int, overrides: list[str] = (),
@@ -169,8 +183,9 @@ def package_run(run_dir: Path, out: Path, record: dict, simulations: int | None 
 
 
 def measure(game: str, out: Path, *, opponents: tuple[str, ...], games: int, opening_moves: int,
-            positions: bool) -> None:
-    """Measures the agent in `out` and adds each figure, with its command, to its card."""
+            positions: bool, names: dict[str, str] | None = None) -> None:
+    """Measures the agent in `out` and adds each figure, with its command, to its card; an opponent in `names` is
+    called so in the figure's summary (a run directory by what it is, not by its path)."""
     # The package's own agent by its name; one packaged elsewhere (--out) by its directory.
     agent = f"pretrained:{game}" if out.resolve() == (REPO / "azjax" / "pretrained" / game).resolve() else str(out)
     if positions:
@@ -183,12 +198,14 @@ def measure(game: str, out: Path, *, opponents: tuple[str, ...], games: int, ope
             _add(out, command, f"{what}: optimal top move in {figures['optimal_move_rate']:.1%} of the labelled "
                  f"positions" + (f" ({strata})" if strata else ""), {what: figures})
     if game == "connect_four":
-        _add(out, ["python", "experiments/pretrain.py", "connect_four", "--skip-training"],
-             *_empty_board_moves(agent))
+        shipped = agent.startswith("pretrained:")
+        _add(out, ["python", "experiments/pretrain.py", "connect_four", "--skip-training", "--out",
+                   "azjax/pretrained/connect_four" if shipped else str(out)], *_empty_board_moves(agent))
     for opponent in opponents:
         command = ["azjax", "eval", agent, opponent, "--games", str(games), "--opening-moves", str(opening_moves)]
         match = _run_eval(command)["matches"][0]
-        _add(out, command, f"vs {opponent}: score {match['score']:.3f} [{match['score_low']:.3f}, "
+        called = (names or {}).get(opponent, opponent)
+        _add(out, command, f"vs {called}: score {match['score']:.3f} [{match['score_low']:.3f}, "
              f"{match['score_high']:.3f}] ({match['wins']}-{match['draws']}-{match['losses']} W-D-L over "
              f"{match['games']} games, {match['distinct_games']} distinct)", match)
 
@@ -261,4 +278,6 @@ def _commit() -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from benchmark import run_main
+
+    run_main(main)

@@ -10,7 +10,8 @@ For each agent (anything `azjax eval` takes that has a network: a run, an export
 top move (`greedy:AGENT`) and then its search at each of --simulations (its own search policy, no root noise) judge
 the same positions: the share where the move keeps the game-theoretic outcome (`azjax eval --positions`), with the
 seconds each took here (compilation included: a guide, not a benchmark). Writes a markdown table and the JSON
-beside it (--out; default experiments/results/search_curve_<game>[_<set>]_<device>.md).
+beside it (--out; default runs/search_curve_<game>[_<set>]_<device>.md: the records in experiments/results/ are
+rewritten only by naming them, e.g. `--out experiments/results/search_curve_connect_four_cpu.md`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import jax
 from azjax import bots, evaluation, games
 from azjax.solver import positions
 
-from benchmark import machine_info
+from benchmark import machine_info, note_written, run_main
 
 # 1024 is left out of the default: on 2 CPU cores a search of 512 simulations over the 6000 positions took 706 s
 # (beside a solver job); one of 1024 had not finished after 14 minutes. `--simulations ... 1024` asks for it.
@@ -51,6 +52,12 @@ def curve(agent: str, game: games.Game, labelled: positions.LabelledPositions, s
         print(f"{agent} {'network' if count == 0 else f'{count} simulations'}: "
               f"{row['optimal_move_rate']:.1%} ({seconds:.0f} s)", flush=True)
         yield row
+
+
+def default_out(game: str, position_set: str | None, platform: str) -> pathlib.Path:
+    """Where a curve goes without --out: runs/ (never a committed record, which only --out rewrites)."""
+    suffix = f"_{position_set}" if position_set else ""
+    return pathlib.Path("runs") / f"search_curve_{game}{suffix}_{platform}.md"
 
 
 def report(results: dict[str, Any]) -> str:
@@ -88,7 +95,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--strata", nargs="+", metavar="NAME", help="judge only these strata's positions, e.g. "
                         "the three not yet near 100%% for a long search: begin-medium begin-hard middle-medium")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=pathlib.Path, help="the markdown file (its .json beside it)")
+    parser.add_argument("--out", type=pathlib.Path, help="the markdown file, its .json beside it (default: "
+                        "runs/search_curve_GAME[_SET]_DEVICE.md)")
     args = parser.parse_args(argv)
     if any(count < 1 for count in args.simulations):
         parser.error(f"--simulations must be >= 1, got {args.simulations}")
@@ -112,18 +120,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                "only_strata": args.strata is not None,
                "command": " ".join(argv if argv is not None else sys.argv[1:]),
                "device": f"{device.platform} ({device.device_kind})", "machine": machine_info(), "rows": []}
-    suffix = f"_{args.position_set}" if args.position_set else ""
-    out = args.out or (pathlib.Path(__file__).parent / "results" / f"search_curve_{game.name}{suffix}_"
-                       f"{device.platform}.md")
+    out = args.out or default_out(game.name, args.position_set, device.platform)
     out.parent.mkdir(parents=True, exist_ok=True)
     for agent in args.agents:
         for row in curve(agent, game, labelled, args.simulations, args.seed):
             results["rows"].append(row)  # written after every row: a stopped curve keeps what it measured
             out.write_text(report(results))
             out.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
+            note_written(out)
+            note_written(out.with_suffix(".json"))
     print(f"\n{report(results)}\nWritten: {out} and .json")
     return results
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

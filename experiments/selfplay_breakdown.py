@@ -49,7 +49,7 @@ from azjax.networks import init_variables
 from azjax.search import make_search_fn
 from azjax.training import make_components
 
-from benchmark import free_network, machine_info, results_stem, write_json
+from benchmark import free_network, machine_info, note_written, results_stem, run_main, write_json
 
 
 class CallRecord(struct.PyTreeNode):
@@ -228,6 +228,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
     write_json(out.with_suffix(".json"), results)
+    note_written(out)
+    note_written(out.with_suffix(".json"))
     if args.trace is not None:
         impl = azjax_implementation(config)
         parts = make_components(config)
@@ -243,4 +245,4 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

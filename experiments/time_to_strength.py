@@ -17,10 +17,11 @@ and loops over minibatches on the host; here the whole iteration is one jitted p
 helps the reference.
 
 Strength is the share of the game's labelled positions (azjax.solver.positions) where the network's top move
-keeps the game-theoretic outcome. The script prints both runs' figures at the --marks (seconds of training,
-compilation included: the latest checkpoint or snapshot at or before each), when azjax first reached the
-reference's final figure, and a match between the two final agents with search (--games-per-seat each way, from
-the arena's distinct random openings). Everything goes to OUT/time_to_strength.json.
+keeps the game-theoretic outcome. The script prints both runs' figures at the --marks that --seconds reached
+(seconds of training, compilation included: the latest checkpoint or snapshot at or before each) and at the end of
+the runs, when azjax first reached the reference's final figure, and a match between the two final agents with
+search (--games-per-seat each way, from the arena's distinct random openings). Everything goes to
+OUT/time_to_strength.json.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from azjax import parallel
@@ -47,7 +49,7 @@ from azjax.config import Config
 from azjax.networks import init_variables
 from azjax.solver import positions
 
-from benchmark import preset_config
+from benchmark import note_written, preset_config, run_main
 
 
 class ReferenceState(struct.PyTreeNode):
@@ -171,6 +173,26 @@ def azjax_snapshots(run_dir: Path) -> list[tuple[float, int]]:
     return sorted((float(manager.meta(step)["metrics"]["time"]), step) for step in manager.steps())
 
 
+def pick_rows(marks: Sequence[float], seconds: float, azjax_seconds: Sequence[float],
+              reference_seconds: Sequence[float]) -> list[dict]:
+    """The rows of the comparison: each of `marks` that the budget of `seconds` reached, in their order, then the
+    final point (at the later of the two runs' ends). Each row holds the index of azjax's latest checkpoint
+    (`azjax_seconds`, ascending) and of the reference's latest snapshot (`reference_seconds`) at or before its time,
+    None where there was none yet. A mark past the budget gets no row: it would show the final figures again, at a
+    time neither run trained to."""
+
+    def latest(times: Sequence[float], at: float) -> int | None:
+        reached = [index for index, time_s in enumerate(times) if time_s <= at]
+        return reached[-1] if reached else None
+
+    rows = [{"seconds": mark, "azjax": latest(azjax_seconds, mark), "reference": latest(reference_seconds, mark)}
+            for mark in marks if mark <= seconds]
+    end = max([*azjax_seconds[-1:], *reference_seconds[-1:]], default=seconds)
+    rows.append({"seconds": round(end, 1), "final": True, "azjax": latest(azjax_seconds, end),
+                 "reference": latest(reference_seconds, end)})
+    return rows
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--game", default="connect_four", help="a game with labelled positions (default: "
@@ -178,7 +200,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seconds", type=float, default=600.0, help="training time of each (default: 600)")
     parser.add_argument("--out", type=Path, default=Path("runs/time_to_strength"), help="output directory")
     parser.add_argument("--marks", type=float, nargs="+", default=[60, 90, 150, 300, 600],
-                        help="seconds at which to compare the two (default: 60 90 150 300 600)")
+                        help="seconds at which to compare the two, those up to --seconds (default: 60 90 150 300 "
+                        "600); the end of the runs is compared too")
     parser.add_argument("--reference-steps", type=int, default=64, help="moves per game per reference iteration "
                         "(pgx's max_num_steps; default: 64, a Connect Four game and a half)")
     parser.add_argument("--checkpoint-every", type=int, default=5, help="azjax's checkpoints, in iterations")
@@ -197,6 +220,7 @@ def main(argv: list[str] | None = None) -> dict:
     if azjax_dir.exists():
         parser.error(f"{azjax_dir} exists; pass a new --out")
 
+    note_written(azjax_dir)
     trainer.train(config, azjax_dir, max_seconds=args.seconds, checkpoint_every=args.checkpoint_every,
                   keep_checkpoints=1_000_000, eval_every=0, progress=True, num_devices=args.devices)
     reference = train_reference(config, args.seconds, args.reference_steps)
@@ -215,25 +239,24 @@ def main(argv: list[str] | None = None) -> dict:
     reference_final = strength(reference[-1][1])["optimal_move_rate"]
     reached = next((point for point in azjax_curve if point["optimal_move_rate"] >= reference_final), None)
 
-    rows = []
-    for mark in args.marks:
-        ours = [point for point in azjax_curve if point["seconds"] <= mark]
-        theirs = [(seconds, variables) for seconds, variables in reference if seconds <= mark]
-        rows.append({
-            "seconds": mark,
-            "azjax": ours[-1]["optimal_move_rate"] if ours else None,
-            "reference": strength(theirs[-1][1])["optimal_move_rate"] if theirs else None,
-        })
+    rows = pick_rows(args.marks, args.seconds, [point["seconds"] for point in azjax_curve],
+                     [seconds for seconds, _ in reference])
+    for row in rows:  # the indices picked become the figures there
+        ours, theirs = row["azjax"], row["reference"]
+        row["azjax"] = None if ours is None else azjax_curve[ours]["optimal_move_rate"]
+        row["reference"] = (None if theirs is None else reference_final if theirs == len(reference) - 1
+                            else strength(reference[theirs][1])["optimal_move_rate"])
     final_ours = make_agent(config, manager.restore_model()[1])
     final_theirs = make_agent(config, reference[-1][1])
     match = evaluation.head_to_head(jax.random.key(1), final_ours.game, final_ours.act,
                                     final_theirs.act, args.games_per_seat, opening_moves=4)
 
     print(f"\nOptimal top moves of the network on {labelled.num_positions} solved {args.game} positions:")
-    print(f"{'seconds':>8s} {'azjax':>8s} {'reference':>10s}")
+    print(f"{'seconds':>12s} {'azjax':>8s} {'reference':>10s}")
     for row in rows:
         show = lambda value: "-" if value is None else f"{value:.3f}"  # noqa: E731
-        print(f"{row['seconds']:8.0f} {show(row['azjax']):>8s} {show(row['reference']):>10s}")
+        when = f"{row['seconds']:.0f}" + (" (end)" if row.get("final") else "")
+        print(f"{when:>12s} {show(row['azjax']):>8s} {show(row['reference']):>10s}")
     print(f"reference after {reference[-1][0]:.0f} s ({len(reference)} iterations): {reference_final:.3f}; azjax "
           + (f"reached it at {reached['seconds']:.0f} s (iteration {reached['iteration']})" if reached
              else "did not reach it"))
@@ -250,4 +273,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -28,7 +28,7 @@ import learns
 
 from azjax import checkpointing
 
-from benchmark import machine_info, results_stem, write_json
+from benchmark import machine_info, results_stem, run_main, write_json
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,4 +133,4 @@ def _markdown(results: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

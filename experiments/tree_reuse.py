@@ -38,7 +38,7 @@ from azjax.config import SelfPlayConfig
 from azjax.networks import inference_fn
 from azjax.search import make_search_fn
 
-from benchmark import Table, machine_info, write_json
+from benchmark import Table, machine_info, run_main, write_json
 
 
 def capacity(sims: int, factor: int | None) -> int | None:
@@ -173,4 +173,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

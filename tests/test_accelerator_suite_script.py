@@ -6,6 +6,7 @@ preset, shrunk; each of those scripts has a smoke test of its own). The default 
 
 from __future__ import annotations
 
+import argparse
 import json
 
 import pytest
@@ -66,3 +67,32 @@ def test_quick_suite_trains(load_experiment, tmp_path):
     assert {(r["dtype"], r["batch_size"]) for r in results["throughput"]} == {("float32", 8), ("bfloat16", 8)}
     assert results["training"]["learns"]["iterations"] >= 1 and results["training"]["race"]["azjax_curve"]
     assert "## Training" in next(tmp_path.glob("cpu-*.md")).read_text()
+
+
+def test_on_a_cpu_the_suite_says_what_its_sizes_cost(load_experiment):
+    """Before it starts: which sizes are an accelerator's (with --quick, part 3's time alone; nothing with --quick
+    --no-training); after the first setting: the rest's cost scaled from that setting's measured seconds."""
+    with load_experiment("accelerator_suite") as suite:
+        def settings(plan):
+            return [("connect_four", b, c, d, n, s) for (b, c) in plan["networks"] for d in plan["dtypes"]
+                    for s in plan["simulations"] for n in plan["batch_sizes"]]
+
+        part3 = suite.training_part(argparse.Namespace(train_seconds=900.0, no_race=False, quick=False))
+        full = suite.cpu_notice(suite.FULL, settings(suite.FULL), False, part3)
+        assert full.startswith("On a CPU: these sizes are an accelerator's: part 1 times 32 self-play settings")
+        assert "up to 8192 games x 128 simulations" in full and "part 3 trains 2 x 900 s" in full
+        quick_part3 = suite.training_part(argparse.Namespace(train_seconds=900.0, no_race=False, quick=True))
+        quick = suite.cpu_notice(suite.QUICK, settings(suite.QUICK), True, quick_part3)
+        assert "not part 3's time" in quick and "30 min of training" in quick
+        assert suite.cpu_notice(suite.QUICK, settings(suite.QUICK), True, None) is None
+
+        # Two settings, 8 and 16 games: the first's 10 s are 2 timed calls of 1 s and 8 s of set-up; the second costs
+        # the set-up and twice the calls. Part 2 (--quick's SGD: 8 games x 16 moves x 3 evaluations to fill, 2 x 2
+        # steps of 16 samples x 3): 576 evaluations at 1/48 s, and 2 set-ups.
+        plan = dict(networks=[(1, 8)], batch_sizes=[8, 16], simulations=[2], dtypes=["float32"], steps=2, repeats=1,
+                    max_batch=0)
+        line = suite.cpu_estimate(plan, settings(plan), 10.0, 1.0, 2, None, True)
+        assert line == ("This CPU timed the first setting in 10 s: by the others' games x simulations x network, "
+                        "part 1's other 1 settings take about 12 s and part 2 about 28 s.")
+        slower = suite.cpu_estimate(plan, settings(plan), 20.0, 2.0, 2, quick_part3, True)
+        assert "about 24 s and part 2 about 56 s; part 3 trains 30 min" in slower

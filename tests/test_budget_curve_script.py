@@ -4,8 +4,15 @@ files (hand-made ones here: the script reads, it does not train or judge)."""
 from __future__ import annotations
 
 import json
+import pathlib
+import re
+import shlex
+import subprocess
+import sys
 
 import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
 
 
 def judgement(path, agent, network, search):
@@ -41,3 +48,25 @@ def test_a_missing_agent_or_stratum_is_named(load_experiment, tmp_path):
         with pytest.raises(SystemExit, match="MINUTES must be a number"):
             script.main(["--point", "x", "ten", ten, "runs/a", "--out", str(tmp_path / "c")])
     assert not (tmp_path / "c.png").exists()
+
+
+def readme_commands(script: str) -> list[str]:
+    """Every `python experiments/SCRIPT ...` the READMEs give in backticks, but the templates (with "...")."""
+    text = "\n".join((REPO / name).read_text() for name in ("README.md", "experiments/README.md"))
+    spans = (" ".join(span.split()) for span in re.findall(r"`([^`]*)`", text))
+    return [span for span in spans if span.startswith(f"python experiments/{script}") and "..." not in span]
+
+
+def test_the_readmes_command_draws_the_recorded_curve(tmp_path):
+    """`python experiments/budget_curve.py` as the READMEs write it: the recorded points, into runs/ (not into the
+    committed record), the same table as the record's."""
+    commands = readme_commands("budget_curve.py")
+    assert "python experiments/budget_curve.py" in commands
+    for command in commands:
+        argv = shlex.split(command)
+        argv[:2] = [sys.executable, str(REPO / argv[1])]  # run from elsewhere: its runs/ are the test's
+        done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, (command, done.stderr)
+    recorded = (REPO / "experiments/results/connect_four_budget_curve_cpu.md").read_text()
+    assert (tmp_path / "runs" / "budget_curve.md").read_text() == recorded
+    assert (tmp_path / "runs" / "budget_curve.png").read_bytes().startswith(b"\x89PNG")

@@ -135,3 +135,31 @@ def test_a_tiny_sweep_on_the_cpu(load_experiment, tmp_path):
     commands = [step["command"] for step in written["steps"]]
     assert len(commands) == 4 and all(command.startswith("azjax ") for command in commands)
     assert "eval --positions" in commands[2] and "--games 2" in commands[3]
+
+
+def test_on_a_cpu_the_sweep_announces_no_total_until_its_first_run(load_experiment, tmp_path):
+    """On an accelerator the first line gives the estimated total; on a CPU, where one iteration of the GPU preset
+    can outlast a run's minutes, it says that the total waits for the first run, whose measured wall time then sizes
+    the rest."""
+    with load_experiment("gpu_sweep") as sweep:
+        on_gpu = sweep.announcement("connect_four", "gpu", 3, 2.0, True, tmp_path, "gpu")
+        total = 3 * (2.0 + sweep.RUN_OVERHEAD_MINUTES) + sweep.eval_minutes(3, True)
+        assert f"about {total:.1f} min in all" in on_gpu and "CPU" not in on_gpu
+        on_cpu = sweep.announcement("connect_four", "gpu", 3, 2.0, True, tmp_path, "cpu")
+        assert "in all" not in on_cpu and "On a CPU: these sizes are an accelerator's" in on_cpu
+        assert "the total is known once the first run has trained" in on_cpu
+        assert "accelerator's" not in sweep.announcement("tic_tac_toe", "cpu", 2, 1.0, True, tmp_path, "cpu")
+
+        run = {"iterations": 1, "median_iteration_seconds": 150.0}
+        line = sweep.first_run_line(270.0, run, 2, 3, True, "cpu")
+        assert line.startswith("The first run took 4.5 min (1 iteration of 150.0 s): 2 more runs as long take about "
+                               "9.0 min, then the evaluation")
+        assert "longer on this CPU" in line
+        assert "about" in sweep.first_run_line(60.0, run, 2, 3, True, "gpu").split("then ")[1]
+
+
+def test_the_platform_is_asked_of_a_process_of_its_own(load_experiment):
+    import jax
+
+    with load_experiment("gpu_sweep") as sweep:
+        assert sweep.device_platform() == jax.devices()[0].platform

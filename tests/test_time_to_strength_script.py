@@ -24,6 +24,18 @@ def test_reference_value_targets_follow_pgx(load_experiment):
     np.testing.assert_allclose(target[:, 1], 0.0)  # a draw is worth 0 to both
 
 
+def test_only_the_marks_the_budget_reached_get_rows_then_the_end(load_experiment):
+    """`--seconds 30` with the default marks (60 ... 600): no row for a mark past the runs' time, whose figures would
+    be the 30 s ones again; one row at the end, with both runs' last points."""
+    with load_experiment("time_to_strength") as race:
+        rows = race.pick_rows([60, 90, 150, 300, 600], 30.0, [12.0, 31.5], [8.0, 20.0, 33.2])
+        assert rows == [{"seconds": 33.2, "final": True, "azjax": 1, "reference": 2}]
+        rows = race.pick_rows([10, 25, 30, 60], 30.0, [12.0, 31.5], [8.0, 20.0, 33.2])
+    assert [row["seconds"] for row in rows] == [10, 25, 30, 33.2]
+    assert [(row["azjax"], row["reference"]) for row in rows] == [(None, 0), (0, 1), (0, 1), (1, 2)]
+    assert [row.get("final", False) for row in rows] == [False, False, False, True]
+
+
 @pytest.mark.slow  # 45 s on 2 cores: an experiment script's whole run, as the other benchmarks' are
 def test_the_race_runs_and_reports(load_experiment, tiny_overrides, tmp_path):
     overrides = [f"{name}={value}" for name, value in tiny_overrides.items() if name != "num_iterations"]
@@ -33,6 +45,7 @@ def test_the_race_runs_and_reports(load_experiment, tiny_overrides, tmp_path):
         result = race.main(argv)
     assert result["reference_iterations"] >= 1 and len(result["azjax_curve"]) >= 1
     assert result["marks"][0] == {"seconds": 0.001, "azjax": None, "reference": None}  # nothing trained yet
+    assert len(result["marks"]) == 2 and result["marks"][1]["final"]  # 1000 s is past the run: the end instead
     late = result["marks"][1]
     assert 0.0 <= late["azjax"] <= 1.0 and 0.0 <= late["reference"] <= 1.0
     assert late["reference"] == result["reference_final"]

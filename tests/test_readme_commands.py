@@ -1,0 +1,149 @@
+"""Every `azjax ...` command of the README's code blocks runs as written, budgets shrunk, progress bars on, in a
+pseudo-terminal and with its output to a file: exit status 0, no traceback, no crash. A command added to the
+README is run here without anyone writing a test for it (tests/readme_commands.py reads them).
+
+The default suite runs them in a terminal, as a user first meets them; with their output to a file, and the
+commands of an accelerator's size (the GPU presets' runs, a run over two processes) in both ways, they run in the
+slow suite (`pytest -m slow`), minutes of the CPU each.
+
+The commands run in README order in one directory per way of running, so that a later command finds the runs an
+earlier one trained (`runs/my-run`, `runs/c4`; `runs/hex5` from examples/, where the README runs hex5's). The two
+processes of the several-hosts example run together on this machine (the coordinator on 127.0.0.1); `srun` and a
+TPU pod's `gcloud ... --command` run the azjax command they launch, as one process on a CPU.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from readme_commands import Command, commands, environment, free_port, run, shrink
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+CRASHES = ("Traceback (most recent call last)", "Fatal Python error", "Segmentation fault", "core dumped",
+           "Check failure stack trace")
+
+pytestmark = pytest.mark.filterwarnings("ignore")
+
+
+def test_the_readme_commands_are_found():
+    found = commands(README)
+    subcommands = {command.subcommand for command in found}
+    assert {"train", "eval", "play", "export", "pretrained", "serve", "check"} <= subcommands, subcommands
+    assert len(found) >= 30
+    texts = [command.text for command in found]
+    assert "azjax train" in texts  # the README's first command, after its `pip install -e . &&`
+    assert any("--process-id 1" in text for text in texts)  # the second host of the several-hosts example
+    assert any(command.cwd == "examples" for command in found)  # hex5's, from the directory that holds it
+
+
+def test_shrink_keeps_every_word_but_the_budgets():
+    command = Command(("azjax", "eval", "pretrained:connect_four", "mcts:1600", "--games", "200", "--opening-moves",
+                       "4"), "")
+    assert shrink(command) == ["azjax", "eval", "pretrained:connect_four", "mcts:16", "--games", "2",
+                               "--opening-moves", "4", "--simulations", "2"]
+    train = Command(("azjax", "train", "--game", "connect_four", "--seconds", "600"), "")
+    shrunk = shrink(train)
+    assert shrunk[:6] == ["azjax", "train", "--game", "connect_four", "--seconds", "3"]
+    assert "--iterations" not in shrunk  # the time alone ends it, as the README's run
+    reuse = Command(("azjax", "play", "az:runs/c4:64:reuse"), "")
+    assert shrink(reuse)[2] == "az:runs/c4:2:reuse"
+
+
+def _prepare(root: Path) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(ROOT / "examples", root / "examples", dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__pycache__", "runs"))  # a checkout's examples/, as a user has it
+
+
+def _argv_here(command: Command, root: Path, coordinator: str | None) -> list[str]:
+    trained = {"runs/my-run", "runs/c4", "runs/hex5"}
+    resumed = command.subcommand == "train" and "--out" in command.argv and (
+        command.argv[command.argv.index("--out") + 1] in trained
+        and (root / command.cwd / command.argv[command.argv.index("--out") + 1]).exists())
+    argv = shrink(command, resumed=resumed)
+    argv = [word.replace("/shared/", str(root / "shared") + "/") for word in argv]
+    if coordinator is not None:
+        argv[argv.index("--coordinator-address") + 1] = coordinator
+        argv += ["--distributed-timeout", "120"]
+    return argv
+
+
+def _run_all(root: Path, cache: Path, terminal: bool, *, accelerator_sized: bool) -> list[str]:
+    """Runs the README's commands in `root`, those of an accelerator's size or the others; one line per failure
+    (its command, status and output's tail)."""
+    _prepare(root)
+    env = environment(cache)
+    failures, seconds = [], []
+    found = [command for command in commands(README) if command.accelerator_sized == accelerator_sized]
+    index = 0
+    while index < len(found):
+        command = found[index]
+        group = [command]
+        if "--process-id" in command.argv:  # the processes of one run start together
+            while index + len(group) < len(found) and "--process-id" in found[index + len(group)].argv:
+                group.append(found[index + len(group)])
+        index += len(group)
+        coordinator = f"127.0.0.1:{free_port()}" if len(group) > 1 else None
+        tick = time.monotonic()
+        if len(group) > 1:
+            results = _run_together([_argv_here(c, root, coordinator) for c in group], root / command.cwd, env,
+                                    terminal)
+        else:
+            argv = _argv_here(command, root, None)
+            port = None
+            if command.subcommand == "serve":
+                port = free_port()
+                argv += ["--port", str(port)]
+            stdin = "quit\n" if command.subcommand == "play" else ""
+            results = [run(argv, cwd=root / command.cwd, env=env, terminal=terminal, stdin=stdin, serve_port=port)]
+        seconds.append((time.monotonic() - tick, command.text))
+        for result in results:
+            crashed = [sign for sign in CRASHES if sign in result.output]
+            if result.returncode != 0 or crashed:
+                failures.append(f"{' '.join(result.argv[1:])} (from {command.cwd}): exit {result.returncode}"
+                                f"{', ' + crashed[0] if crashed else ''}\n{result.output[-3000:]}")
+    print("\n".join(f"{spent:6.1f} s  {text}" for spent, text in seconds))  # shown by pytest -rP
+    return failures
+
+
+def _run_together(argvs: list[list[str]], cwd: Path, env: dict[str, str], terminal: bool) -> list:
+    """The processes of one run, each in its own thread (a run waits for all of them to join)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(len(argvs)) as pool:
+        futures = [pool.submit(run, argv, cwd=cwd, env=env, terminal=terminal) for argv in argvs]
+        return [future.result() for future in futures]
+
+
+def test_every_readme_command_runs_in_a_terminal(tmp_path, compile_cache_dir):
+    """As a user types them: stdin, stdout and stderr a terminal, progress bars and lines drawn."""
+    failures = _run_all(tmp_path / "user", compile_cache_dir, terminal=True, accelerator_sized=False)
+    assert not failures, "\n\n".join(failures)
+
+
+@pytest.mark.slow
+def test_every_readme_command_runs_with_its_output_to_a_file(tmp_path, compile_cache_dir):
+    """As in a log or a batch job: `azjax ... > log 2>&1`, the progress bars written into the file."""
+    failures = _run_all(tmp_path / "user", compile_cache_dir, terminal=False, accelerator_sized=False)
+    assert not failures, "\n\n".join(failures)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("terminal", [True, False], ids=["terminal", "file"])
+def test_the_readme_commands_of_an_accelerators_size_run_on_a_cpu(tmp_path, compile_cache_dir, terminal):
+    """The GPU presets' runs and the run over two processes (on one machine, the coordinator on 127.0.0.1):
+    their shapes, a few minutes of a CPU even shrunk."""
+    failures = _run_all(tmp_path / "user", compile_cache_dir, terminal=terminal, accelerator_sized=True)
+    assert not failures, "\n\n".join(failures)
+
+
+def test_azjax_is_the_installed_entry_point():
+    """The commands run the `azjax` script of this Python, as a user's shell finds it after `pip install`."""
+    found = shutil.which("azjax")
+    assert found is not None
+    assert subprocess.run([found, "--help"], capture_output=True, text=True, check=False).returncode == 0

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
+from flax import linen as nn
 
 from azjax import checkpointing, games
 from azjax.config import Config, SearchConfig
-from azjax.networks import AlphaZeroNetwork, inference_fn, network_of, outcome_probabilities
+from azjax.networks import inference_fn, network_of, outcome_probabilities
 from azjax.search import evaluate_states, make_search_fn
 
 
@@ -31,7 +32,7 @@ class Agent:
 
     config: Config
     game: games.Game
-    network: AlphaZeroNetwork
+    network: nn.Module  # the network contract: azjax.networks
     variables: dict
 
     def policy_value(self, states: games.State) -> tuple[jax.Array, jax.Array]:
@@ -103,13 +104,16 @@ def _search_action(network, game, search_config, variables, key, states):
     return search_fn(variables, key, states, move_number).action
 
 
-def make_agent(config: Config, variables: dict) -> Agent:
-    """An agent from a config and network variables ({"params", "batch_stats"})."""
+def make_agent(config: Config, variables: dict, network: nn.Module | None = None) -> Agent:
+    """An agent from a config and network variables ({"params", "batch_stats"}) of `network` (default:
+    `network_of(config, game)`, the ResNet or `config.network.module`'s)."""
     game = config.make_game()
-    return Agent(config=config, game=game, network=network_of(config, game.num_actions), variables=variables)
+    return Agent(config=config, game=game, network=network if network is not None else network_of(config, game),
+                 variables=variables)
 
 
-def load_agent(run_dir: str | Path, *, iteration: int | None = None, best_metric: str | None = None) -> Agent:
+def load_agent(run_dir: str | Path, *, iteration: int | None = None, best_metric: str | None = None,
+               network: nn.Module | None = None) -> Agent:
     """The agent of a run directory's latest checkpoint, or of another one.
 
     Args:
@@ -118,9 +122,12 @@ def load_agent(run_dir: str | Path, *, iteration: int | None = None, best_metric
       iteration: the run's checkpoint of this iteration instead of the latest (a run directory keeps its last
         few checkpoints and its best; the error lists those it has).
       best_metric: the run's checkpoint with the highest value of this metric instead, e.g. "eval/score".
+      network: the module the run trained, where it was given to `train` in Python rather than recorded in the
+        config (`--network MODULE:FACTORY` is, and is built again from it).
     Raises:
       checkpointing.CheckpointError: the directory, its config or the checkpoint asked for cannot be used (the
         message says which and what to do).
     """
-    config, variables = checkpointing.restore_model(Path(run_dir), iteration=iteration, best_metric=best_metric)
-    return make_agent(config, variables)
+    config, variables = checkpointing.restore_model(Path(run_dir), iteration=iteration, best_metric=best_metric,
+                                                    network=network)
+    return make_agent(config, variables, network)

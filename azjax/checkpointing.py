@@ -63,7 +63,7 @@ RESUMABLE_VERSION = 2  # older checkpoints still load their network (eval, play,
 DEFAULT_BEST_METRIC = "eval/score"
 # Config fields that name a run: it resumes only with the same values. Any other field may change on resume as
 # long as the checkpoint's arrays keep their layout (`compare_configs`).
-IDENTITY_FIELDS = ("game", "seed")
+IDENTITY_FIELDS = ("game", "seed", "network.module")
 
 _TEMPORARY_MARKERS = (".orbax-checkpoint-tmp", ".deleting", ".tmp-", ".staging")
 _REPLACED = ".replaced"  # a checkpoint set aside while a save replaces it (`CheckpointManager.save`)
@@ -283,8 +283,9 @@ class CheckpointManager:
         parallel.sync(f"azjax-checkpoint-{step}-done")  # nobody reads the checkpoint before it is in place
         return path
 
-    def restore(self, config: config_lib.Config, step: int | None = None) -> RunState:
-        """The run state of the latest checkpoint (or of `step`), checked against `config` and its manifest."""
+    def restore(self, config: config_lib.Config, step: int | None = None, *, network=None) -> RunState:
+        """The run state of the latest checkpoint (or of `step`), checked against `config` and its manifest;
+        `network`: the module it was trained with where it is not the config's (`init_run_state(network=...)`)."""
         step = self._resolve(step)
         saved = self.config(step)
         check_resumable(saved, config, self.run_dir, step)
@@ -296,7 +297,8 @@ class CheckpointManager:
                 "still plays, evaluates and exports; start a new run in another directory (--out), optionally with "
                 "this one's config (--config " + str(self.run_dir / CONFIG_FILE) + ")"
             )
-        fresh, (model, run) = jax.eval_shape(lambda: (lambda s: (s, _split(s)))(init_run_state(config)))
+        fresh, (model, run) = jax.eval_shape(
+            lambda: (lambda s: (s, _split(s)))(init_run_state(config, network=network)))
         restored = self._restore_items(step, model=model, run=run)
         model, run = restored["model"], restored["run"]
         trained = run.get("trained", model)
@@ -331,12 +333,12 @@ class CheckpointManager:
         item = self._restore_items(step, trees=jax.eval_shape(lambda: _tree_item(empty)))["trees"]
         return empty.replace(tree=empty.tree.replace(**item["tree"]), nodes=item["nodes"])
 
-    def restore_model(self, step: int | None = None) -> tuple[config_lib.Config, dict]:
+    def restore_model(self, step: int | None = None, *, network=None) -> tuple[config_lib.Config, dict]:
         """A checkpoint's config and network variables ({"params", "batch_stats"}: the moving average where the run
-        keeps one, `train.ema_decay`), checked against its manifest."""
+        keeps one, `train.ema_decay`) of `network` (default: the config's), checked against its manifest."""
         step = self._resolve(step)
         config = self.config(step)
-        restored = self._restore_items(step, model=pretrained.model_template(config))
+        restored = self._restore_items(step, model=pretrained.model_template(config, network))
         return config, dict(restored["model"])
 
     # -- internals --------------------------------------------------------------------------------------------
@@ -443,7 +445,7 @@ def latest_iteration(run_dir: Path) -> int | None:
 
 
 def restore_model(
-    path: str | Path, *, iteration: int | None = None, best_metric: str | None = None
+    path: str | Path, *, iteration: int | None = None, best_metric: str | None = None, network=None
 ) -> tuple[config_lib.Config, dict]:
     """The config and network variables ({"params", "batch_stats"}) of a run directory, an export or a shipped agent
     (`restore_config`: the config alone).
@@ -453,11 +455,14 @@ def restore_model(
         directory written by `export_model` / `azjax export`, or "pretrained:GAME" (`azjax.pretrained`).
       iteration: a run directory's checkpoint to load instead of the latest.
       best_metric: load the run's checkpoint with the highest value of this metric instead of the latest.
+      network: the module whose variables these are, where it is not the one the config names (a network given
+        to `train` in Python; a network recorded as `network.module` is built from the config).
     Raises:
       CheckpointError: the path, its config or its checkpoint cannot be used (the message says which and what
         to do).
+      networks.NetworkError: the config names a network of one's own that cannot be built here.
     """
-    config, variables = _restore(path, iteration, best_metric, weights=True)
+    config, variables = _restore(path, iteration, best_metric, weights=True, network=network)
     assert variables is not None
     return config, variables
 
@@ -471,7 +476,7 @@ def restore_config(
     return _restore(path, iteration, best_metric, weights=False)[0]
 
 
-def _restore(path: str | Path, iteration: int | None, best_metric: str | None, *, weights: bool
+def _restore(path: str | Path, iteration: int | None, best_metric: str | None, *, weights: bool, network=None
              ) -> tuple[config_lib.Config, dict | None]:
     """`restore_model` (`weights`) or `restore_config` (not): one resolution of the path for both."""
     if pretrained.is_pretrained(path):
@@ -491,7 +496,7 @@ def _restore(path: str | Path, iteration: int | None, best_metric: str | None, *
     if (path / EXPORT_FILE).is_file():
         if iteration is not None or best_metric is not None:
             raise CheckpointError(f"{path} is an export of one checkpoint; it has no other iterations to choose from")
-        return _restore_export(path, weights=weights)
+        return _restore_export(path, weights=weights, network=network)
     if pretrained.is_agent_directory(path):  # an agent packaged for shipping (experiments/pretrain.py --out)
         if not weights:
             return pretrained.directory_config(path), None
@@ -509,7 +514,7 @@ def _restore(path: str | Path, iteration: int | None, best_metric: str | None, *
         iteration = _best_step(manager)
     if not weights:
         return manager.config(manager._resolve(iteration)), None
-    return manager.restore_model(iteration)
+    return manager.restore_model(iteration, network=network)
 
 
 def export_model(
@@ -589,7 +594,7 @@ def _best_step(manager: CheckpointManager) -> int:
     return step
 
 
-def _restore_export(path: Path, *, weights: bool = True) -> tuple[config_lib.Config, dict | None]:
+def _restore_export(path: Path, *, weights: bool = True, network=None) -> tuple[config_lib.Config, dict | None]:
     info = read_versioned_json(path / EXPORT_FILE, file_format=EXPORT_FORMAT, version=FORMAT_VERSION,
                                fix="export the model again")
     config = fit_observation(path, read_config(path), info.get("observation_version", 1))
@@ -600,9 +605,9 @@ def _restore_export(path: Path, *, weights: bool = True) -> tuple[config_lib.Con
         return CheckpointError(f"export {path} is damaged or truncated: {why}; export it again")
 
     _verify_files(path, ("model",), damaged, required=True)
+    template = _on_default_device(pretrained.model_template(config, network))  # a network that fails says so
     try:
         with ocp.Checkpointer(ocp.StandardCheckpointHandler()) as checkpointer:
-            template = _on_default_device(pretrained.model_template(config))
             variables = checkpointer.restore((path / "model").absolute(), args=ocp.args.StandardRestore(template))
     except Exception as error:  # noqa: BLE001 - orbax and tensorstore raise many types: "cannot be read"
         raise damaged(_first_line(error)) from None

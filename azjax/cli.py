@@ -10,6 +10,7 @@
     azjax serve runs/ttt                           # or on a web page at http://127.0.0.1:8000/
     azjax check hex5:make_hex5                     # check a game of your own (make_hex5 in ./hex5.py)
     azjax train --game hex5:make_hex5 --out runs/hex5    # then train it; eval / play / resume take runs/hex5
+    azjax train --network examples/mlp_network.py:make_mlp    # a network of your own (azjax.networks' contract)
 """
 
 from __future__ import annotations
@@ -81,6 +82,11 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--game", help="the game to train (default: tic_tac_toe, or the run's when --out holds "
                        "one): " + _GAME_HELP)
     train.add_argument("--preset", choices=["cpu", "gpu"], help="the game's preset config (default: cpu)")
+    train.add_argument("--network", dest="config:network.module", metavar="MODULE:FACTORY",
+                       help="train a network of your own: FACTORY(num_actions=..., observation_shape=...) in MODULE "
+                            "(a module on the path or a .py file) returns a Flax module with the network contract "
+                            "(azjax.networks), e.g. examples/mlp_network.py:make_mlp; the run records it, as it "
+                            "does --game (the same as --network.module)")
     train.add_argument("--config", type=Path, help="start from this config.json (e.g. a run's) instead of a preset")
     train.add_argument("--out", type=Path, help="the run directory (default: runs/GAME-DATE-TIME); if it holds a "
                        "run, that run resumes from its last checkpoint with its own config (its config.json, else "
@@ -598,6 +604,8 @@ def _config_from_args(args: argparse.Namespace):
     }
     if args.iterations is not None:
         overrides["num_iterations"] = args.iterations
+    if overrides.get("network.module"):  # recorded so that it opens from any directory, as --game's source
+        overrides["network.module"] = games.canonical(str(overrides["network.module"]))
     if overrides:
         origin += f", with {', '.join(f'{name}={value}' for name, value in overrides.items())}"
     if getattr(args, "seconds", None) is not None and args.iterations is None and latest is None:

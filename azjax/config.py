@@ -37,7 +37,13 @@ TIME_BUDGET_ITERATIONS = 10**9
 
 @dataclasses.dataclass(frozen=True)
 class NetworkConfig:
-    """The AlphaZero ResNet: a conv stem, residual blocks, a policy head and a value head."""
+    """The network: the built-in AlphaZero ResNet (a conv stem, residual blocks, a policy head and a value head)
+    sized by these fields, or a module of your own (`module`), which the ResNet's fields do not touch."""
+
+    # "MODULE:FACTORY" of a network of your own (azjax.networks: the network contract), e.g.
+    # "examples/mlp_network.py:make_mlp"; "" is the built-in ResNet. Recorded with the run, so that every later
+    # command and `load_agent` builds it again.
+    module: str = ""
 
     num_blocks: int = 2  # residual blocks (two 3x3 convolutions each)
     num_channels: int = 32  # channels of the stem and every block

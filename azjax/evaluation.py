@@ -174,6 +174,7 @@ def make_evaluator(
     num_games: int = EVAL_GAMES,
     num_simulations: int | None = None,
     mesh: Mesh | None = None,
+    network=None,
 ) -> Evaluator:
     """Builds `evaluate(key, variables) -> {"eval/<opponent>": score, ...}` for a run's network.
 
@@ -198,6 +199,7 @@ def make_evaluator(
       num_simulations: the agent's simulations per move (default: the run's).
       mesh: split the games over these devices (as many of them as divide num_games / 2; see
         `arena.run_games`), the variables replicated on each. Default: one device.
+      network: the module whose variables it is given (default: the config's, `networks.network_of`).
     Raises:
       ValueError: "perfect" among the opponents of a Connect Four run: its games start from the empty board,
         whose first moves take the solver minutes each.
@@ -228,10 +230,11 @@ def make_evaluator(
             num_games=num_games,
             num_simulations=num_simulations,
             mesh=mesh,
+            network=network,
         )
     )
     labelled = positions_lib.load(config.game)
-    network_on_positions = jax.jit(functools.partial(_network_on_positions, config))
+    network_on_positions = jax.jit(functools.partial(_network_on_positions, config, network))
     states = None if labelled is None else parallel.replicate(labelled.states, mesh)
 
     compiled: dict = {}  # the matches' program and the memory it needs, at the first call once known to fit
@@ -260,9 +263,9 @@ def make_evaluator(
     return evaluator
 
 
-def _network_on_positions(config: Config, variables: dict, states: State) -> tuple[jax.Array, jax.Array]:
+def _network_on_positions(config: Config, network, variables: dict, states: State) -> tuple[jax.Array, jax.Array]:
     """The network's top move (illegal moves masked) and value, for the player to move, in each position."""
-    logits, values = make_agent(config, variables).policy_value(states)
+    logits, values = make_agent(config, variables, network).policy_value(states)
     return jnp.argmax(logits, axis=-1), values
 
 
@@ -277,8 +280,9 @@ def _evaluate(
     num_games: int,
     num_simulations: int | None,
     mesh: Mesh | None,
+    network,
 ) -> dict[str, jax.Array]:
-    agent = make_agent(config, variables)
+    agent = make_agent(config, variables, network)
     player = bots_lib.alphazero_bot(agent, num_simulations=num_simulations, reuse_tree=False)  # plays by .act
     results = {}
     for match_key, name, bot in zip(jax.random.split(key, len(bots)), names, bots, strict=True):

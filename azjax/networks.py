@@ -11,6 +11,17 @@ from a pgx game with a flat observation) are treated as [B, 1, 1, D], of rank 2 
 Batch normalisation statistics live in the "batch_stats" collection: pass `train=True` (and
 `mutable=["batch_stats"]`) when fitting, `train=False` in self-play and evaluation.
 
+The ResNet is one network among many. The network contract, which everything that trains, plays, checkpoints and
+exports a network relies on and `check_network` verifies: a Flax module whose `apply(variables, observations,
+train=...)` maps observations float32 [B, *observation_shape] (from the side to move) to policy logits float32
+[B, A] over every action and a value float32 [B] in [-1, 1] for the player to move. Its variables are "params"
+and, if it has batch norm, "batch_stats" (updated with `train=True`). Optional heads are declared by attributes
+of the module, never inferred: `value_head = "wdl"` (it sows its win/draw/loss logits [B, 3] as intermediates
+"value_logits", and its value is their P(win) - P(loss)) and `reply_head = True` (it sows "reply_logits" [B, A],
+the opponent's reply, for `train.reply_policy_weight`). `network_of(config, game)` builds the run's network: the
+ResNet, or `config.network.module`'s factory called as `factory(num_actions=A, observation_shape=(...))`
+(examples/mlp_network.py and examples/transformer_network.py are two).
+
 On the CPU the convolutions differentiate through `conv_with_matmul_grad`: XLA:CPU runs the gradient of a
 convolution 10-15x slower inside a loop body (the `lax.scan` of SGD steps) than outside one
 (https://github.com/jax-ml/jax/issues/12868), and that made the SGD steps ~90% of a CPU iteration. GPUs and TPUs
@@ -27,7 +38,9 @@ import jax
 import jax.numpy as jnp
 from flax import linen as nn
 
-from azjax.config import Config, NetworkConfig
+from azjax.config import Config, ConfigError, NetworkConfig
+from azjax.games import Game
+from azjax.games.registry import GameNotFoundError, load_source
 
 _NHWC = ("NHWC", "HWIO", "NHWC")
 
@@ -207,15 +220,15 @@ def wdl_value(outcome_logits: jax.Array) -> jax.Array:
     return probabilities[..., 0] - probabilities[..., 2]
 
 
-def outcome_probabilities(network: AlphaZeroNetwork, variables: dict, observations: jax.Array) -> jax.Array:
+def outcome_probabilities(network: nn.Module, variables: dict, observations: jax.Array) -> jax.Array:
     """The probabilities [B, 3] of a win, a draw and a loss for the player to move, in that order, of a network
     with a win/draw/loss value head (`value_head="wdl"`), in inference mode; their win - loss is its value.
 
     Raises:
       ValueError: the network's value head is a scalar one, which gives an expected outcome and no draw share.
     """
-    if network.value_head != "wdl":
-        raise ValueError(f"the network's value head is {network.value_head!r}: it gives one expected outcome in "
+    if value_head_of(network) != "wdl":
+        raise ValueError(f"the network's value head is {value_head_of(network)!r}: it gives one expected outcome in "
                          "[-1, 1], not the chances of a win, a draw and a loss (train with "
                          "--network.value_head wdl for those)")
     probabilities = apply_with_outcomes(network, variables, observations)[2]
@@ -223,11 +236,11 @@ def outcome_probabilities(network: AlphaZeroNetwork, variables: dict, observatio
     return probabilities
 
 
-def apply_with_outcomes(network: AlphaZeroNetwork, variables: dict,
+def apply_with_outcomes(network: nn.Module, variables: dict,
                         observations: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array | None]:
     """The network in inference mode, once: logits [B, A], value [B] and, for a win/draw/loss value head, those
     probabilities [B, 3] (else None), all for the player to move."""
-    if network.value_head != "wdl":
+    if value_head_of(network) != "wdl":
         logits, value = inference_fn(network)(variables, observations)
         return logits, value, None
     (logits, value), sown = network.apply(variables, observations, train=False, mutable=["intermediates"])
@@ -259,13 +272,111 @@ def make_network(config: NetworkConfig, num_actions: int, *, reply_head: bool = 
     )
 
 
-def network_of(config: Config, num_actions: int) -> AlphaZeroNetwork:
-    """The network a run of `config` trains and plays with: `config.network`'s, with an opponent-reply head if its
-    loss uses one (`train.reply_policy_weight` > 0)."""
-    return make_network(config.network, num_actions, reply_head=config.train.reply_policy_weight > 0)
+class NetworkError(ConfigError):
+    """A network of one's own cannot be built, or breaks the network contract; the message names what and how."""
 
 
-def init_variables(network: AlphaZeroNetwork, key: jax.Array, observation_shape: tuple[int, ...]) -> dict:
-    """The network's variables {"params": ..., "batch_stats": ...} for observations of `observation_shape`."""
+def network_of(config: Config, game: Game) -> nn.Module:
+    """The network a run of `config` trains and plays `game` with: `config.network.module`'s (a network of one's
+    own, `load_network`), else the ResNet of `config.network`, with an opponent-reply head if its loss uses one
+    (`train.reply_policy_weight` > 0).
+
+    Raises:
+      NetworkError: the module's factory cannot be imported or called, or gives no Flax module.
+    """
+    if config.network.module:
+        return load_network(config.network.module, game)
+    return make_network(config.network, game.num_actions, reply_head=config.train.reply_policy_weight > 0)
+
+
+def load_network(source: str, game: Game) -> nn.Module:
+    """The module `factory(num_actions=..., observation_shape=...)` returns for `game`, where `source` is
+    "MODULE:FACTORY" (a module on the path, or a .py file's path), as `--game` takes a game's.
+
+    Raises:
+      NetworkError: it cannot be imported, the factory fails, or what it returns is no `flax.linen.Module`.
+    """
+    try:
+        factory = load_source(source, what="network", example="examples/mlp_network.py:make_mlp")
+    except GameNotFoundError as error:
+        raise NetworkError(str(error)) from None
+    try:
+        network = factory(num_actions=game.num_actions, observation_shape=tuple(game.observation_shape))
+    except Exception as error:  # noqa: BLE001 - whatever the user's factory raises, said in one line
+        raise NetworkError(f"network {source!r}: calling it as {getattr(factory, '__name__', 'the factory')}"
+                           f"(num_actions={game.num_actions}, observation_shape={tuple(game.observation_shape)}) "
+                           f"raised {type(error).__name__}: {error}") from None
+    if not isinstance(network, nn.Module):
+        raise NetworkError(f"network {source!r}: its factory returned {type(network).__name__}, not a "
+                           "flax.linen.Module; return the module (e.g. MLP(num_actions=num_actions))")
+    return network
+
+
+def value_head_of(network: nn.Module) -> str:
+    """The network's value head as it declares it: "scalar" (a value in [-1, 1]) unless it says "wdl"."""
+    return getattr(network, "value_head", "scalar")
+
+
+def has_reply_head(network: nn.Module) -> bool:
+    """Whether the network declares an opponent-reply head (sown as intermediates "reply_logits")."""
+    return bool(getattr(network, "reply_head", False))
+
+
+def check_network(network: nn.Module, game: Game, *, reply_policy: bool = False, name: str | None = None) -> None:
+    """Checks the network contract (see the module docstring) on `game`'s observations, abstractly (no arrays, no
+    compilation): initialisation, inference and a training pass (the value head's and, with `reply_policy`, the
+    reply head's intermediates too).
+
+    Raises:
+      NetworkError: naming the output that is wrong, its shape or dtype, and what was expected.
+    """
+    what = f"network {name!r}" if name else f"the network {type(network).__name__}"
+    batch, actions = 2, game.num_actions
+    observations = jax.ShapeDtypeStruct((batch, *game.observation_shape), jnp.float32)
+    try:
+        variables = jax.eval_shape(lambda obs: dict(network.init(jax.random.key(0), obs, train=False)), observations)
+        outputs = jax.eval_shape(lambda v, obs: network.apply(v, obs, train=False), variables, observations)
+        trained = jax.eval_shape(lambda v, obs: network.apply(v, obs, train=True,
+                                                              mutable=["batch_stats", "intermediates"]),
+                                 variables, observations)
+    except Exception as error:  # noqa: BLE001 - any failure of the user's module, said in one line
+        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        raise NetworkError(f"{what} fails on observations [{batch}, {', '.join(map(str, game.observation_shape))}] "
+                           f"with {type(error).__name__}: {first}; it must take (observations, train=bool)") from None
+    unknown = set(variables) - {"params", "batch_stats"}
+    if "params" not in variables or unknown:
+        raise NetworkError(f"{what} has the variable collections {sorted(variables)}; the contract allows "
+                           "'params' and 'batch_stats' only")
+    if not (isinstance(outputs, tuple | list) and len(outputs) == 2):
+        raise NetworkError(f"{what} returns {type(outputs).__name__}; it must return (logits [B, A], value [B])")
+    expected = {"logits": ((batch, actions), f"[B, A]: A = {actions}, the game's actions"),
+                "value": ((batch,), "[B]: one value per position")}
+    for (label, (shape, meaning)), output in zip(expected.items(), outputs, strict=True):
+        got = tuple(getattr(output, "shape", ()))
+        has, are = ("have", "are") if label == "logits" else ("has", "is")
+        if got != shape:
+            raise NetworkError(f"{what}: the {label} it returns {has} shape {list(got)} for a batch of {batch} "
+                               f"observations; expected {list(shape)} ({meaning})")
+        if getattr(output, "dtype", None) != jnp.float32:
+            raise NetworkError(f"{what}: the {label} it returns {are} {output.dtype}; expected float32 (cast the "
+                               "head's output with .astype(jnp.float32))")
+    sown = trained[1].get("intermediates", {})
+    heads = [("value_logits", (batch, 3), value_head_of(network) == "wdl", 'value_head = "wdl"'),
+             ("reply_logits", (batch, actions), reply_policy, "reply_head = True (for train.reply_policy_weight)")]
+    for key, shape, needed, declared in heads:
+        found = sown.get(key) if needed else None
+        sown_shape = tuple(found[0].shape) if found else None
+        if needed and sown_shape != shape:
+            sows = f"no {key}" if sown_shape is None else f"{key} of shape {list(sown_shape)}"
+            raise NetworkError(f"{what} needs {declared} but sows {sows}; expected intermediates {key!r} of shape "
+                               f"{list(shape)} (self.sow('intermediates', {key!r}, ...))")
+    if value_head_of(network) not in ("scalar", "wdl"):
+        raise NetworkError(f"{what} declares value_head = {value_head_of(network)!r}; expected 'scalar' or 'wdl'")
+
+
+def init_variables(network: nn.Module, key: jax.Array, observation_shape: tuple[int, ...]) -> dict:
+    """The network's variables {"params": ..., "batch_stats": ...} for observations of `observation_shape`
+    ("batch_stats" empty for a network without batch norm)."""
     dummy = jnp.zeros((1, *observation_shape), jnp.float32)
-    return dict(network.init(key, dummy, train=False))
+    variables = dict(network.init(key, dummy, train=False))
+    return {"params": variables["params"], "batch_stats": variables.get("batch_stats", {})}

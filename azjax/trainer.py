@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from azjax import checkpointing, evaluation, memory, parallel, pretrained, rundir
+from azjax import checkpointing, evaluation, memory, networks, parallel, pretrained, rundir
 from azjax.config import TIME_BUDGET_ITERATIONS, Config, ConfigError
 from azjax.text import counted, figure
 from azjax.training import (
@@ -84,6 +84,7 @@ def train(
     init_from: str | Path | None = None,
     stop_when_perfect: bool = True,
     log: Callable[[str], None] = print,
+    network=None,
 ) -> TrainResult:
     """Trains until `config.num_iterations` iterations in total, or `max_seconds` of this session, are spent.
 
@@ -148,8 +149,18 @@ def train(
     `warm_start_config` fits a config to the source (its network shape, a longer warm-up), as `azjax train` does.
     CheckpointError if `run_dir` already holds a run, if the source is of another game, or if any of its arrays
     has another shape than `config`'s network (the message names the first and the settings to change).
+
+    `network` is any Flax module with the network contract (`azjax.networks`), e.g. `MLP(num_actions=9)`; by
+    default the config's (`networks.network_of`: the ResNet, or `config.network.module`'s, which the run records
+    so that later commands build it again). A module given here is not recorded: pass it again to resume the run
+    and to `load_agent(run_dir, network=...)`. It is checked against the contract before anything runs
+    (`networks.NetworkError`, naming the output that is wrong).
     """
     config.validate()
+    game = config.make_game()
+    checked = network if network is not None else networks.network_of(config, game)
+    networks.check_network(checked, game, reply_policy=config.train.reply_policy_weight > 0,
+                           name=config.network.module or None)
     if max_seconds is not None and not (math.isfinite(max_seconds) and max_seconds > 0):
         raise ConfigError(f"max_seconds must be a finite number of seconds > 0 (or None: no limit), got {max_seconds}")
     primary = parallel.is_primary()  # over several processes, process 0 alone writes files and talks
@@ -159,7 +170,7 @@ def train(
         devices = choose_devices(config, num_devices or len(jax.devices()))
         log(f"Devices: {len(devices)} {devices[0].platform} devices over {jax.process_count()} processes.")
     elif num_devices is None:
-        devices, reason = default_layout(config)
+        devices, reason = default_layout(config, own_network=network is not None)
         log(f"Devices: {reason}.")
     else:
         devices = choose_devices(config, num_devices)
@@ -174,10 +185,10 @@ def train(
     console = _Console(log)  # every line of the loop goes through it, beside the progress bar once one shows
     with _StopSignals(console.write) as stop:  # until train returns, SIGINT / SIGTERM ask to stop between iterations
         if resumed_from is not None:
-            run_state = checkpoints.restore(config)
+            run_state = checkpoints.restore(config, network=network)
         else:
-            weights = None if init_from is None else warm_start_weights(config, init_from, log)
-            run_state = init_run_state(config)
+            weights = None if init_from is None else warm_start_weights(config, init_from, log, network=network)
+            run_state = init_run_state(config, network=network)
             if weights is not None:  # the optimizer's state does not depend on the weights' values
                 run_state = run_state.replace(train_state=run_state.train_state.with_variables(weights))
         start_iteration = int(run_state.iteration)
@@ -201,7 +212,7 @@ def train(
 
         start = _clock()  # the session's clock (--seconds, the records' "time") counts the compilation too
         with stop.holding():
-            iteration_fn = _compile_iteration(config, run_state, mesh, devices, console.write)
+            iteration_fn = _compile_iteration(config, run_state, mesh, devices, console.write, network)
         positions_per_iteration = config.selfplay.positions_per_iteration
         history: list[dict] = []
         writer = _tensorboard_writer(run_dir, purge_step=start_iteration + 1) if primary else None
@@ -241,7 +252,7 @@ def train(
                         saved_before_evaluation = _save_once(checkpoints, run_state, config, record)
                     try:
                         evaluator = evaluator or evaluation.make_evaluator(
-                            config, mesh=mesh, num_games=eval_games, opponents=eval_opponents)
+                            config, mesh=mesh, num_games=eval_games, opponents=eval_opponents, network=network)
                         record.update(_evaluate(evaluator, config, iteration, run_state, console.write))
                         evaluated = True
                     except Exception as error:  # noqa: BLE001 - whatever fails in the evaluation, training goes on
@@ -293,16 +304,22 @@ def evaluation_macs(config: Config, board_cells: int) -> float:
     return config.selfplay.num_games * board_cells * 9 * net.num_channels**2 * (2 * net.num_blocks + 1)
 
 
-def default_layout(config: Config, devices: list[jax.Device] | None = None) -> tuple[list[jax.Device], str]:
+def default_layout(config: Config, devices: list[jax.Device] | None = None, *,
+                   own_network: bool = False) -> tuple[list[jax.Device], str]:
     """The devices a run uses when none are asked for, and why: of `devices` (default `jax.devices()`), as many
     as divide the batches evenly; on a CPU, one device when the network's evaluations are too small to gain from
-    the split (below CPU_SPLIT_MIN_MACS multiply-adds, measured by experiments/bench_layout.py)."""
+    the split (below CPU_SPLIT_MIN_MACS multiply-adds, measured by experiments/bench_layout.py), and for a network
+    of one's own (`config.network.module`, or `own_network`: one given to `train`), whose cost the rule does not
+    know."""
     chosen = parallel.most_devices(*split_batches(config).values(), devices=devices)
     platform = chosen[0].platform
     if len(chosen) == 1:
         return chosen, f"one {platform} device"
     if platform != "cpu":
         return chosen, f"{len(chosen)} {platform} devices, the games and the SGD batch split over them"
+    if own_network or config.network.module:
+        return chosen[:1], ("one CPU device: XLA spreads one device's work over the cores, and the rule that splits "
+                            "a CPU run knows the ResNet's cost, not your network's; --devices N splits it")
 
     cells = math.prod(config.make_game().observation_shape[:-1])
     macs = evaluation_macs(config, cells)
@@ -376,7 +393,8 @@ def warm_start_config(config: Config, source: Config, keep: frozenset[str] = fro
     return dataclasses.replace(config, network=network, train=train), changes
 
 
-def warm_start_weights(config: Config, source: str | Path, log: Callable[[str], None] = print) -> dict:
+def warm_start_weights(config: Config, source: str | Path, log: Callable[[str], None] = print, *,
+                       network=None) -> dict:
     """The network weights ({"params", "batch_stats"}) of `source` (a run directory, an export or "pretrained:GAME"),
     checked to fit `config`'s network before anything is built (`train(init_from=...)` starts from them).
 
@@ -390,7 +408,7 @@ def warm_start_weights(config: Config, source: str | Path, log: Callable[[str], 
             f"--init-from {source}: it was trained on {saved.game}, and this run plays {config.game}; start from a "
             f"network of {config.game}, or pass --game {saved.game}"
         )
-    template = pretrained.model_template(config)
+    template = pretrained.model_template(config, network)
     mismatch = pretrained.first_mismatch(template, variables)
     if mismatch is not None:
         changed = [(f"network.{field.name}", getattr(saved.network, field.name), getattr(config.network, field.name))
@@ -568,7 +586,7 @@ def describe_iteration(config: Config) -> str:
 
 
 def _compile_iteration(config: Config, run_state: RunState, mesh, devices: list[jax.Device],
-                       log: Callable[[str], None]) -> jax.stages.Compiled:
+                       log: Callable[[str], None], network=None) -> jax.stages.Compiled:
     """The training iteration compiled ahead (it takes `run_state`, donated, and returns the next one and the
     metrics), after checking that it fits in the devices' memory; says that it compiles, and for how long.
 
@@ -579,7 +597,7 @@ def _compile_iteration(config: Config, run_state: RunState, mesh, devices: list[
     log(f"Compiling the training iteration ({describe_iteration(config)}); the first one takes a while ...")
     tick = time.perf_counter()
     compiled = memory.compile_within_memory(
-        jax.jit(make_train_iteration(config, mesh=mesh), donate_argnums=0).lower(run_state),
+        jax.jit(make_train_iteration(config, mesh=mesh, network=network), donate_argnums=0).lower(run_state),
         what=f"the training iteration of {config.game} ({selfplay.num_games} games, replay of "
              f"{train.replay_capacity} positions)",
         lower_it="fewer games (--selfplay.num_games), fewer moves per iteration (--selfplay.num_steps), a smaller "

@@ -22,12 +22,13 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 import optax
+from flax import linen as nn
 from flax import struct
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from azjax import games, parallel, replay, selfplay
 from azjax.config import Config, ConfigError, TrainConfig
-from azjax.networks import AlphaZeroNetwork, inference_fn, init_variables, network_of
+from azjax.networks import check_network, inference_fn, init_variables, network_of, value_head_of
 from azjax.parallel import DATA_AXIS, replicate, split_batch
 from azjax.search import make_search_fn
 
@@ -74,7 +75,7 @@ class Components:
     """The static objects a config determines: the game, the network, the optimizer and the search."""
 
     game: games.Game
-    network: AlphaZeroNetwork
+    network: nn.Module  # the network contract: azjax.networks
     optimizer: optax.GradientTransformation
     search_fn: selfplay.SearchFn
     fast_search_fn: selfplay.SearchFn | None = None  # self-play's fast search (selfplay.full_search_fraction < 1)
@@ -82,11 +83,18 @@ class Components:
     reanalyse_search_fn: selfplay.SearchFn | None = None  # Reanalyse's search (train.reanalyse_positions > 0)
 
 
-def make_components(config: Config) -> Components:
-    """Builds the game, network, optimizer and search functions that `config` describes."""
+def make_components(config: Config, network: nn.Module | None = None) -> Components:
+    """Builds the game, network, optimizer and search functions that `config` describes; `network` (default
+    `network_of(config, game)`: the ResNet or `config.network.module`'s) is checked against the network contract.
+
+    Raises:
+      ConfigError: `config` is invalid; `networks.NetworkError`: the network breaks the contract.
+    """
     config.validate()
     game = config.make_game()
-    network = network_of(config, game.num_actions)
+    network = network if network is not None else network_of(config, game)
+    check_network(network, game, reply_policy=config.train.reply_policy_weight > 0,
+                  name=config.network.module or None)
     apply_fn = inference_fn(network)
     search_fn = make_search_fn(game, apply_fn, config.search)
     fast_search_fn = None
@@ -147,19 +155,21 @@ def budget_progress(run_state: RunState, num_iterations: int) -> jax.Array:
     return jnp.maximum(run_state.iteration / num_iterations, run_state.time_progress).astype(jnp.float32)
 
 
-def init_run_state(config: Config, key: jax.Array | None = None) -> RunState:
+def init_run_state(config: Config, key: jax.Array | None = None, *, network: nn.Module | None = None) -> RunState:
     """A fresh run: initial network, optimizer state, empty replay buffer and B new games (key: default from
-    `config.seed`). One compiled program, which jax's compilation cache keeps: run op by op, the initialisation
-    compiled each of its ~100 small operations apart, ~5 s of every run's start on the CPU."""
+    `config.seed`). `network`: any module with the network contract (default: `network_of(config, game)`).
+    One compiled program, which jax's compilation cache keeps: run op by op, the initialisation compiled each of
+    its ~100 small operations apart, ~5 s of every run's start on the CPU."""
     # The game's definition is part of the compiled program's key: a game registered anew under the same name (an
     # edited game, a notebook cell rerun) has the same config but may have another observation or start.
-    return _init_run_state(config, games.definition(config.game), jax.random.key(config.seed) if key is None else key)
+    key = jax.random.key(config.seed) if key is None else key
+    return _init_run_state(config, games.definition(config.game), network, key)
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1))
-def _init_run_state(config: Config, game_definition: object, key: jax.Array) -> RunState:
+@functools.partial(jax.jit, static_argnums=(0, 1, 2))
+def _init_run_state(config: Config, game_definition: object, network: nn.Module | None, key: jax.Array) -> RunState:
     del game_definition  # only a key of jit's cache
-    parts = make_components(config)
+    parts = make_components(config, network)
     network_key, selfplay_key, run_key = jax.random.split(key, 3)
     variables = init_variables(parts.network, network_key, parts.game.observation_shape)
     train_state = TrainState(
@@ -179,7 +189,7 @@ def _init_run_state(config: Config, game_definition: object, key: jax.Array) -> 
         replay=replay.init_replay(parts.game, config.train.replay_capacity,
                                   reply_targets=config.train.reply_policy_weight > 0,
                                   surprise=config.train.policy_surprise_weight > 0,
-                                  outcomes=config.network.value_head == "wdl", state_like=state_like),
+                                  outcomes=value_head_of(parts.network) == "wdl", state_like=state_like),
         key=run_key,
         iteration=jnp.int32(0),
         time_progress=jnp.float32(0.0),
@@ -187,12 +197,13 @@ def _init_run_state(config: Config, game_definition: object, key: jax.Array) -> 
 
 
 def compute_loss(
-    params: dict, batch_stats: dict, batch: replay.Batch, *, network: AlphaZeroNetwork, config: TrainConfig
+    params: dict, batch_stats: dict, batch: replay.Batch, *, network: nn.Module, config: TrainConfig
 ) -> tuple[jax.Array, tuple[dict, dict]]:
     """The AlphaZero loss on a batch: policy cross-entropy + weighted value MSE + L2 on the kernels (the L2 term
     only for adam and sgd: adamw decays the weights outside the loss). A network with a win/draw/loss value head
-    (`network.value_head == "wdl"`) has the cross-entropy of its win/draw/loss logits against `replay.wdl_target`
-    in the MSE's place (the metric "value_loss" stays the MSE of its value, "value_cross_entropy" is the term).
+    (`networks.value_head_of(network) == "wdl"`) has the cross-entropy of its win/draw/loss logits against
+    `replay.wdl_target` in the MSE's place (the metric "value_loss" stays the MSE of its value,
+    "value_cross_entropy" is the term).
     With `reply_policy_weight` > 0 that weight x the cross-entropy of the opponent-reply head against
     `batch.reply_target` is added. Each policy term averages over the positions that have its target: a fast
     search's (playout-cap randomisation) is all zeros and counts for nothing, as does the reply target of a game's
@@ -201,7 +212,7 @@ def compute_loss(
     Returns the total loss and (metrics, updated batch-norm statistics).
     """
     reply = config.reply_policy_weight > 0
-    wdl = network.value_head == "wdl"
+    wdl = value_head_of(network) == "wdl"
     (logits, value), updates = network.apply(
         {"params": params, "batch_stats": batch_stats}, batch.observation, train=True,
         mutable=["batch_stats", "intermediates"] if reply or wdl else ["batch_stats"],
@@ -226,7 +237,7 @@ def compute_loss(
         metrics["reply_policy_loss"] = _policy_cross_entropy(reply_logits, batch.reply_target)
         total = total + config.reply_policy_weight * metrics["reply_policy_loss"]
         metrics["loss"] = total
-    return total, (metrics, updates["batch_stats"])
+    return total, (metrics, updates.get("batch_stats", batch_stats))  # {} for a network without batch norm
 
 
 def _policy_cross_entropy(logits: jax.Array, target: jax.Array) -> jax.Array:
@@ -241,7 +252,7 @@ def train_step(
     train_state: TrainState,
     batch: replay.Batch,
     *,
-    network: AlphaZeroNetwork,
+    network: nn.Module,
     optimizer: optax.GradientTransformation,
     config: TrainConfig,
     progress: jax.Array | float = 0.0,
@@ -293,7 +304,7 @@ def shard_run_state(run_state: RunState, mesh: Mesh) -> RunState:
 
 
 def make_train_iteration(
-    config: Config, *, mesh: Mesh | None = None, parts: Components | None = None
+    config: Config, *, mesh: Mesh | None = None, parts: Components | None = None, network: nn.Module | None = None
 ) -> Callable[[RunState], tuple[RunState, dict]]:
     """The whole training iteration as one pure function `RunState -> (RunState, metrics)`; jit it once.
 
@@ -303,10 +314,11 @@ def make_train_iteration(
     Metrics are scalars: SGD losses averaged over the iteration's steps, and self-play statistics (games finished,
     positions added, mean game length, the share of games won by player 0 and drawn, resignations).
 
-    `parts` (default `make_components(config)`) lets an experiment swap a component, e.g. a network with another
-    `conv_fn` (experiments/bench_train.py); it must keep the shapes `config` gives the run state.
+    `network`: any module with the network contract (default: `network_of(config, game)`), the one the run state
+    was initialised with (`init_run_state(config, network=...)`). `parts` (default `make_components(config,
+    network)`) lets an experiment swap another component; it must keep the shapes of the run state.
     """
-    parts = parts if parts is not None else make_components(config)
+    parts = parts if parts is not None else make_components(config, network)
     if mesh is not None:
         check_divisible(config, mesh.size)
     return functools.partial(_train_iteration, parts=parts, config=config, mesh=mesh)

@@ -229,7 +229,7 @@ def _resolve(name: str) -> _Entry | None:
             ) from error
         return _entry_of(name, factory)
     if is_source(name):
-        return _entry_of(name, _load_source(name))
+        return _entry_of(name, load_source(name))
     hint = ""
     if name.endswith(".py") or Path(name).exists():
         hint = f"; for a game defined in a file, name its factory too: --game {name}:make_my_game"
@@ -251,7 +251,7 @@ def load_positions(source: str) -> list:
     for `azjax check --positions`; GameNotFoundError if they cannot be found."""
     from azjax.games.checker import Position
 
-    found = _load_source(source, what="test positions", example="hex5:TEST_POSITIONS")
+    found = load_source(source, what="test positions", example="hex5:TEST_POSITIONS")
     items = list(found) if isinstance(found, list | tuple) else None
     if items is None or not all(isinstance(item, Position) for item in items):
         raise GameNotFoundError(f"test positions {source!r}: expected a list of azjax.games.Position, got "
@@ -259,7 +259,7 @@ def load_positions(source: str) -> list:
     return items
 
 
-def _load_source(source: str, *, what: str = "game", example: str = "hex5:make_hex5"):
+def load_source(source: str, *, what: str = "game", example: str = "hex5:make_hex5"):
     """Imports MODULE of "MODULE:NAME" and returns its attribute NAME."""
     module_name, factory_name = source.rsplit(":", 1) if ":" in source else (source, "")
     if not module_name or not factory_name:

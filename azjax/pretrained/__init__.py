@@ -139,12 +139,17 @@ def write(directory: str | Path, config: config_lib.Config, variables: dict, inf
     return full
 
 
-def model_template(config: config_lib.Config) -> dict:
-    """The shapes and dtypes of a config's network variables ({"params", "batch_stats"}), computed abstractly."""
+def model_template(config: config_lib.Config, network=None) -> dict:
+    """The shapes and dtypes of the network variables ({"params", "batch_stats"}) of `network` (default: the
+    config's, `networks.network_of`), computed abstractly.
+
+    Raises:
+      networks.NetworkError: the config names a network of one's own that cannot be built here.
+    """
     from azjax.networks import init_variables, network_of
 
     game = config.make_game()
-    network = network_of(config, game.num_actions)
+    network = network if network is not None else network_of(config, game)
     return jax.eval_shape(lambda: init_variables(network, jax.random.key(0), game.observation_shape))
 
 

@@ -107,3 +107,16 @@ def _experiment(name: str):
 def load_experiment():
     """`with load_experiment("bench_games") as module: module.main(argv)`: an experiment script as a module."""
     return _experiment
+
+
+# The modules that take minutes of one worker (from `--durations`), run first: under `pytest -n auto --dist
+# loadfile` each module goes whole to one worker in collection order, and one of them started last keeps a worker
+# busy after the other has finished everything else.
+LONGEST_FIRST = ("test_readme_commands.py", "test_multihost.py", "test_data_parallel.py", "test_every_game.py",
+                 "test_your_own_game.py", "test_interrupts.py", "test_own_network.py", "test_cli.py",
+                 "test_checkpointing.py", "test_notebook_inside_the_search.py", "test_notebook_quickstart.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: index for index, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order

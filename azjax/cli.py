@@ -695,6 +695,7 @@ def _join_processes(args: argparse.Namespace, command: str) -> int | None:
 def _train(args: argparse.Namespace) -> int:
     from azjax import bots, checkpointing, games, interrupts, parallel, rundir, trainer
     from azjax import config as config_lib
+    from azjax.text import counted
 
     parallel.expose_cpu_cores(args.devices)  # before jax starts its backend
     failed = _join_processes(args, "train")
@@ -728,14 +729,15 @@ def _train(args: argparse.Namespace) -> int:
     opponents = _opponents(args.eval_opponents, config.game)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     run_dir = args.out or Path("runs") / f"{_file_name(config.game)}-{stamp}"
-    plural = "s" if config.num_iterations != 1 else ""
     if config.num_iterations != config_lib.TIME_BUDGET_ITERATIONS:
-        budget = f"{config.num_iterations} iteration{plural}"
+        budget = counted(config.num_iterations, "iteration")
         budget += f", at most {args.seconds:g} s" if args.seconds else ""
     else:  # a run its --seconds alone ends (resumed without them: until stopped)
         budget = f"{args.seconds:g} s" if args.seconds else "until stopped: it began on --seconds alone, none given now"
     print(f"Training {config.game} into {run_dir} ({budget})")
     print(f"Config: {origin}.")
+    if args.preset == "gpu" and jax_platform() == "cpu":
+        print(gpu_preset_on_cpu_note(config))
     if args.checkpoint_every < 1 or args.keep < 1:
         print("azjax train: error: --checkpoint-every and --keep must be >= 1", file=sys.stderr)
         return 2
@@ -798,6 +800,24 @@ def _train(args: argparse.Namespace) -> int:
             print(f"Stopped before the first iteration finished; nothing to save. Start again with: {resume}")
     print(f"Run directory: {run_dir} (config.json, metrics.jsonl, tensorboard/, checkpoints/, learning_curves.png)")
     return 0
+
+
+def jax_platform() -> str:
+    """The platform of the devices jax uses here ("cpu", "gpu", "tpu")."""
+    import jax
+
+    return jax.default_backend()
+
+
+def gpu_preset_on_cpu_note(config) -> str:
+    """What a GPU preset's run costs where jax has only the CPU: its sizes are an accelerator's."""
+    from azjax import trainer
+
+    net = config.network
+    return (f"Note: this is the gpu preset, on a CPU: {trainer.describe_iteration(config)}, a {net.num_blocks} x "
+            f"{net.num_channels} {net.compute_dtype} network, sizes for an accelerator; on this CPU an iteration takes "
+            "minutes, the first longer (its compilation). The cpu preset (no --preset) is sized for a CPU; "
+            "--selfplay.num_games N shrinks this one.")
 
 
 def _opponents(text: str | None, game_name: str) -> tuple[str, ...] | None:

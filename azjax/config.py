@@ -40,10 +40,8 @@ class NetworkConfig:
     """The network: the built-in AlphaZero ResNet (a conv stem, residual blocks, a policy head and a value head)
     sized by these fields, or a module of your own (`module`), which the ResNet's fields do not touch."""
 
-    # "MODULE:FACTORY" of a network of your own (azjax.networks: the network contract), e.g.
-    # "examples/mlp_network.py:make_mlp"; "" is the built-in ResNet. Recorded with the run, so that every later
-    # command and `load_agent` builds it again.
-    module: str = ""
+    # Recorded with the run, so that every later command and `load_agent` builds the network again.
+    module: str = ""  # MODULE:FACTORY of a network of your own (azjax.networks' contract); "" = the ResNet
 
     num_blocks: int = 2  # residual blocks (two 3x3 convolutions each)
     num_channels: int = 32  # channels of the stem and every block

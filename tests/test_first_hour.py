@@ -5,30 +5,18 @@ game or version. One TINY run is trained for the module; nothing else compiles (
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import re
 import shutil
 import sys
 
 import pytest
-from tiny import cli_args
+from tiny import cli_args, run_cli
 
-from azjax import checkpointing, cli
+from azjax import checkpointing
 
 pytestmark = [pytest.mark.usefixtures("persistent_compile_cache"),
               pytest.mark.filterwarnings("ignore:Some donated buffers were not usable")]
-
-
-def run_cli(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = cli.main([str(a) for a in argv])
-        except SystemExit as exit_:
-            code = exit_.code
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(scope="module")

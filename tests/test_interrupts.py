@@ -70,9 +70,15 @@ def tiny_train(tmp_path: Path, tiny_overrides: dict, budget: list[str]) -> list[
             "--devices", "1", *cli_args(tiny_overrides)]
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-@pytest.mark.parametrize("budget", [["--seconds", "6"], ["--iterations", "40", "--eval-every", "20"]],
-                         ids=["seconds", "iterations"])
+SECONDS, ITERATIONS = ["--seconds", "6"], ["--iterations", "40", "--eval-every", "20"]
+
+
+@pytest.mark.parametrize(("budget", "signum"), [
+    (SECONDS, signal.SIGINT),
+    (ITERATIONS, signal.SIGTERM),
+    pytest.param(SECONDS, signal.SIGTERM, marks=pytest.mark.slow),  # the same paths, the other signal
+    pytest.param(ITERATIONS, signal.SIGINT, marks=pytest.mark.slow),
+], ids=["seconds-SIGINT", "iterations-SIGTERM", "seconds-SIGTERM", "iterations-SIGINT"])
 def test_a_stopped_run_resumes_with_the_same_command(tmp_path, tiny_overrides, env, budget, signum):
     command = tiny_train(tmp_path, tiny_overrides, budget)
     first = Terminal(command, env, tmp_path)

@@ -5,8 +5,6 @@ breaks the network contract is refused before anything runs, naming the output a
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import shutil
 import subprocess
@@ -19,11 +17,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import linen as nn
-from tiny import cli_args
+from tiny import cli_args, run_cli
 
 import azjax
-from azjax import cli, games, networks, trainer
 from azjax import config as config_lib
+from azjax import games, networks, trainer
 
 ROOT = Path(__file__).resolve().parents[1]
 MLP = f"{ROOT / 'examples' / 'mlp_network.py'}:make_mlp"
@@ -31,16 +29,6 @@ TRANSFORMER = f"{ROOT / 'examples' / 'transformer_network.py'}:make_transformer"
 
 pytestmark = [pytest.mark.usefixtures("persistent_compile_cache"),
               pytest.mark.filterwarnings("ignore:Some donated buffers were not usable")]
-
-
-def run_cli(argv) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = cli.main([str(a) for a in argv])
-        except SystemExit as exit_:
-            code = exit_.code
-    return code, out.getvalue(), err.getvalue()
 
 
 def quiet(_: str) -> None:

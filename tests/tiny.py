@@ -1,5 +1,5 @@
 """The TINY settings of the core tests, importable by test modules (`from tiny import TINY_OVERRIDES`) and
-served as fixtures by conftest.py."""
+served as fixtures by conftest.py, and `run_cli`, the `azjax` command run in the test's process."""
 
 # 1 block x 8 channels (a value head of 1 channel and 8 units), 4 simulations, 8 games x 12 moves (every
 # tic-tac-toe game ends within 9), batch 32.
@@ -47,3 +47,19 @@ def write_random_agent(path, config) -> None:
         return dict(variables, params=jax.tree.unflatten(tree, noisy))
 
     pretrained.write(path, config, random_network(), {"observation_version": game.observation_version})
+
+
+def run_cli(argv: list) -> tuple[int, str, str]:
+    """`azjax ARGV` in this process: (exit status, stdout, stderr), argparse's exits included."""
+    import contextlib
+    import io
+
+    from azjax import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = cli.main([str(a) for a in argv])
+        except SystemExit as exit_:
+            code = exit_.code
+    return code, out.getvalue(), err.getvalue()

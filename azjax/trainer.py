@@ -193,7 +193,9 @@ def train(
                 run_state = run_state.replace(train_state=run_state.train_state.with_variables(weights))
         start_iteration = int(run_state.iteration)
         if resumed_from is not None and start_iteration < config.num_iterations:
-            log(f"Resuming {run_dir} from iteration {resumed_from} (training to {config.num_iterations}).")
+            until = ("until its time is spent" if config.num_iterations >= TIME_BUDGET_ITERATIONS
+                     else f"training to {config.num_iterations}")  # a run that --seconds alone ends counts none
+            log(f"Resuming {run_dir} from iteration {resumed_from} ({until}).")
         # Where the schedule stands, when that means something: not for fewer iterations than already trained.
         if resumed_from is not None and config.train.lr_schedule == "cosine" and (
                 start_iteration <= config.num_iterations):

@@ -1,6 +1,7 @@
-"""Every `azjax ...` command of the README's code blocks runs as written, budgets shrunk, progress bars on, in a
-pseudo-terminal and with its output to a file: exit status 0, no traceback, no crash. A command added to the
-README is run here without anyone writing a test for it (tests/readme_commands.py reads them).
+"""Every `azjax ...` command of the README's code blocks (and the docs' pages') runs as written, budgets shrunk,
+progress bars on, in a pseudo-terminal and with its output to a file: exit status 0, no traceback, no crash. A
+command added to the README is run here without anyone writing a test for it (tests/readme_commands.py reads
+them).
 
 The default suite runs them in a terminal, as a user first meets them; with their output to a file, and the
 commands of an accelerator's size (the GPU presets' runs, a run over two processes) in both ways, they run in the
@@ -24,6 +25,8 @@ from readme_commands import Command, commands, environment, free_port, run, shri
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
+# The docs' pages too, after the README, in their order: their commands run from the repository root likewise.
+DOCUMENTED = "\n".join([README, *(page.read_text() for page in sorted((ROOT / "docs").rglob("*.md")))])
 CRASHES = ("Traceback (most recent call last)", "Fatal Python error", "Segmentation fault", "core dumped",
            "Check failure stack trace")
 
@@ -79,7 +82,7 @@ def _run_all(root: Path, cache: Path, terminal: bool, *, accelerator_sized: bool
     _prepare(root)
     env = environment(cache)
     failures, seconds = [], []
-    found = [command for command in commands(README) if command.accelerator_sized == accelerator_sized]
+    found = [command for command in commands(DOCUMENTED) if command.accelerator_sized == accelerator_sized]
     index = 0
     while index < len(found):
         command = found[index]

@@ -16,9 +16,7 @@ import types
 import typing
 from typing import Any
 
-
-class ConfigError(ValueError):
-    """A config value is invalid; the message names the field and what to do."""
+from azjax.errors import ConfigError
 
 
 class UnknownFieldError(ConfigError):
@@ -73,13 +71,10 @@ class SearchConfig:
     @property
     def capacity(self) -> int:
         """Nodes per game's search tree: num_simulations + 1, or with `reuse_tree` `tree_capacity`, by default
-        room for the search and as many kept nodes. A search costs more in a larger tree (mctx's backward pass
-        carries the whole tree through each step): at 64 simulations, trees of 4 x sims + 1 nodes made a Connect
-        Four self-play move cost 2.3-3 x, these 1.4-1.7 x, for +88 against +53 Elo with PUCT and nothing with
-        Gumbel (experiments/results/tree_reuse_connect_four_cpu.md)."""
-        if not self.reuse_tree:
-            return self.num_simulations + 1
-        return self.tree_capacity if self.tree_capacity is not None else 2 * self.num_simulations + 1
+        room for the search and as many kept nodes (`search.nodes_per_tree`)."""
+        from azjax.search import nodes_per_tree  # the search's rule; config stays importable without jax
+
+        return nodes_per_tree(self.num_simulations, reuse_tree=self.reuse_tree, tree_capacity=self.tree_capacity)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -33,14 +33,18 @@ from __future__ import annotations
 import functools
 import typing
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
 from flax import linen as nn
 
-from azjax.config import Config, ConfigError, NetworkConfig
+from azjax.errors import ConfigError
 from azjax.games import Game
 from azjax.games.registry import GameNotFoundError, load_source
+
+if TYPE_CHECKING:
+    from azjax.config import Config, NetworkConfig
 
 _NHWC = ("NHWC", "HWIO", "NHWC")
 

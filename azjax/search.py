@@ -2,7 +2,9 @@
 continues a kept tree for this search, and the UCT bot in azjax/bots.py, which searches with rollouts instead of a
 network.
 
-`make_search_fn(game, network, config)` builds a batched search over game states. The game itself is the model
+`run_search(variables, key, states, *, game, apply_fn, num_simulations, ...)` searches a batch of game states
+(mctx's style: arrays first, keyword-only hyperparameters); `make_search_fn(game, apply_fn, config)` binds a
+`SearchConfig`'s fields onto it. The game itself is the model
 (AlphaZero, not MuZero): the tree's embeddings are game states, and the recurrent function steps the game.
 
 Sign conventions (mctx backs up `reward + discount * value`):
@@ -26,9 +28,10 @@ loses) makes it worthless.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
@@ -36,9 +39,11 @@ import mctx
 from flax import struct
 
 from azjax import tree_reuse
-from azjax.config import SearchConfig
 from azjax.games import Game, State
 from azjax.networks import ApplyFn
+
+if TYPE_CHECKING:
+    from azjax.config import SearchConfig
 
 
 class SearchOutput(struct.PyTreeNode):
@@ -89,90 +94,144 @@ def _recurrent_fn(
     return output, next_states
 
 
-def _gumbel_scale(config: SearchConfig, move_number: jax.Array) -> float | jax.Array:
-    """The root Gumbel noise's scale: `config.gumbel_scale`, or per game [B, 1] with `gumbel_moves` (none once a
-    game has played that many moves: the search then plays its best action, the argmax of prior logits + sigma(Q)
-    after sequential halving)."""
-    if config.gumbel_moves is None:
-        return config.gumbel_scale
-    return jnp.where(move_number < config.gumbel_moves, config.gumbel_scale, 0.0)[:, None]
+def nodes_per_tree(num_simulations: int, *, reuse_tree: bool = False, tree_capacity: int | None = None) -> int:
+    """Nodes per game's search tree: `num_simulations` + 1, or with `reuse_tree` `tree_capacity`, by default
+    2 x `num_simulations` + 1 (room for the search and as many kept nodes). A larger tree costs more per search
+    (mctx's backward pass carries the whole tree through each step); measured in
+    experiments/results/tree_reuse_connect_four_cpu.md."""
+    if not reuse_tree:
+        return num_simulations + 1
+    return tree_capacity if tree_capacity is not None else 2 * num_simulations + 1
+
+
+def _gumbel_scale(gumbel_scale: float, gumbel_moves: int | None, move_number: jax.Array) -> float | jax.Array:
+    """The root Gumbel noise's scale: `gumbel_scale`, or per game [B, 1] with `gumbel_moves` (none once a game has
+    played that many moves: the search then plays its best action, the argmax of prior logits + sigma(Q) after
+    sequential halving)."""
+    if gumbel_moves is None:
+        return gumbel_scale
+    return jnp.where(move_number < gumbel_moves, gumbel_scale, 0.0)[:, None]
+
+
+def run_search(
+    variables: dict,
+    key: jax.Array,
+    states: State,
+    move_number: jax.Array | None = None,
+    kept: tree_reuse.KeptTree | None = None,
+    *,
+    game: Game,
+    apply_fn: ApplyFn,
+    num_simulations: int,
+    policy: str = "gumbel",
+    max_num_considered_actions: int = 16,
+    gumbel_scale: float = 1.0,
+    gumbel_moves: int | None = None,
+    value_scale: float = 0.1,
+    dirichlet_alpha: float = 0.3,
+    dirichlet_fraction: float = 0.25,
+    pb_c_init: float = 1.25,
+    pb_c_base: float = 19652.0,
+    temperature_moves: int = 10,
+    reuse_tree: bool = False,
+    tree_capacity: int | None = None,
+    return_tree: bool = False,
+) -> SearchOutput:
+    """Searches a batch of B non-terminal game states with the network: Gumbel MuZero or PUCT, on mctx.
+
+    Args:
+      variables: the network's variables, passed to `apply_fn`.
+      key: the search's randomness (root noise, PUCT's move sampling).
+      states: [B] game states, none terminal.
+      move_number: int32 [B], the moves already played in each game (default: 0 for every game). PUCT samples its
+        move from the visit counts for a game's first `temperature_moves` moves, then plays the most visited;
+        Gumbel adds root noise for the first `gumbel_moves` moves only (None: always).
+      kept: with `reuse_tree`, the tree kept for these states (`tree_reuse.KeptTree` of `tree_capacity` nodes;
+        None: start every game fresh); the output's `tree` is then the whole search tree, for `tree_reuse.follow`.
+      game: the game whose states are searched; it is the model (AlphaZero, not MuZero).
+      apply_fn: the network, (variables, observations [B, ...]) -> (logits [B, A], value [B] for the player to
+        move).
+      num_simulations: simulations per search.
+      policy: "gumbel" (Gumbel MuZero: `max_num_considered_actions`, `gumbel_scale`, `value_scale`) or "puct"
+        (AlphaZero's PUCT: `dirichlet_alpha`, `dirichlet_fraction`, `pb_c_init`, `pb_c_base`,
+        `temperature_moves`); the hyperparameters are mctx's.
+      reuse_tree / tree_capacity: keep and continue trees across moves (`tree_capacity` as `nodes_per_tree`).
+      return_tree: also return mctx's tree in `SearchOutput.search_tree` ([B, nodes, A] arrays: leave it off where
+        the output leaves jit in bulk).
+    Returns:
+      `SearchOutput`, every value for the player to move at the root. Pure and un-jitted: callers jit it (or the
+      loop around it).
+    """
+    if kept is not None and not reuse_tree:
+        raise ValueError("a kept tree was passed to a search without reuse_tree")
+    if policy not in ("gumbel", "puct"):
+        raise ValueError(f"policy {policy!r}: use 'gumbel' or 'puct'")
+    if move_number is None:
+        move_number = jnp.zeros(states.current_player.shape, jnp.int32)
+    logits, value = evaluate_states(apply_fn, variables, game, states)
+    root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states)
+    common = dict(
+        params=variables,
+        rng_key=key,
+        root=root,
+        recurrent_fn=functools.partial(_recurrent_fn, game=game, apply_fn=apply_fn),
+        num_simulations=num_simulations,
+        invalid_actions=~states.legal_action_mask,
+        max_depth=game.max_length,
+    )
+    capacity = nodes_per_tree(num_simulations, reuse_tree=reuse_tree, tree_capacity=tree_capacity)
+    reuse: dict[str, Any] = dict(kept=kept, capacity=capacity) if reuse_tree else {}
+    if policy == "gumbel":
+        gumbel_policy = tree_reuse.gumbel_policy if reuse_tree else mctx.gumbel_muzero_policy
+        output = gumbel_policy(
+            **common,
+            **reuse,
+            max_num_considered_actions=max_num_considered_actions,
+            gumbel_scale=_gumbel_scale(gumbel_scale, gumbel_moves, move_number),
+            qtransform=functools.partial(mctx.qtransform_completed_by_mix_value, value_scale=value_scale),
+        )
+        action = output.action
+    else:
+        puct_policy = tree_reuse.puct_policy if reuse_tree else mctx.muzero_policy
+        output = puct_policy(
+            **common,
+            **reuse,
+            dirichlet_fraction=dirichlet_fraction,
+            dirichlet_alpha=dirichlet_alpha,
+            pb_c_init=pb_c_init,
+            pb_c_base=pb_c_base,
+            temperature=1.0,
+        )
+        # Temperature schedule: mctx sampled from the visit counts; past the opening, play the most visited.
+        most_visited = jnp.argmax(output.action_weights, axis=-1)
+        action = jnp.where(move_number < temperature_moves, output.action, most_visited)
+    summary = output.search_tree.summary()
+    action = action.astype(jnp.int32)
+    return SearchOutput(
+        action=action,
+        policy_target=output.action_weights,
+        root_value=summary.value,
+        # The chosen move was always visited (Gumbel plays a considered action; PUCT a visited one).
+        action_value=jnp.take_along_axis(summary.qvalues, action[:, None], axis=1)[:, 0],
+        network_value=value,
+        network_logits=logits,
+        visit_counts=summary.visit_counts.astype(jnp.int32),  # mctx's summary gives the value dtype
+        action_values=jnp.where(summary.visit_counts > 0, summary.qvalues, jnp.nan),
+        tree=tree_reuse.searched(output.search_tree, num_simulations) if reuse_tree else None,
+        search_tree=output.search_tree if return_tree else None,
+    )
+
+
+def search_options(config: SearchConfig) -> dict[str, Any]:
+    """A search config's fields as `run_search`'s keyword hyperparameters (they have the same names)."""
+    return {field.name: getattr(config, field.name) for field in dataclasses.fields(config)}
 
 
 def make_search_fn(
     game: Game, apply_fn: ApplyFn, config: SearchConfig, *, return_tree: bool = False
 ) -> Callable[..., SearchOutput]:
-    """Builds `search(variables, key, states, move_number, kept=None) -> SearchOutput` for a batch of non-terminal
-    states.
-
-    Args:
-      game: the game whose states are searched.
-      apply_fn: the network, (variables, observations [B, ...]) -> (logits [B, A], value [B]).
-      config: which policy (Gumbel MuZero or PUCT) and its hyperparameters.
-      return_tree: also return mctx's search tree (`SearchOutput.search_tree`), to inspect a search. Its arrays
-        are [B, nodes, A]: leave it off where the output leaves jit in bulk.
-    The returned function takes `move_number` int32 [B], the number of moves already played in each game, which
-    PUCT's temperature schedule uses (sample for the first `temperature_moves` moves, then play the most visited)
-    and Gumbel's `gumbel_moves` (root noise for the first `gumbel_moves` moves, then the search's best move).
-    With `config.reuse_tree` it also takes `kept`, the tree kept for these states (`tree_reuse.KeptTree` of
-    `config.capacity` nodes; None: start every game fresh), and returns the search tree in `SearchOutput.tree`.
-    It is pure and un-jitted: callers jit it (or the loop around it).
-    """
-    recurrent_fn = functools.partial(_recurrent_fn, game=game, apply_fn=apply_fn)
-
-    def search(variables: dict, key: jax.Array, states: State, move_number: jax.Array,
-               kept: tree_reuse.KeptTree | None = None) -> SearchOutput:
-        if kept is not None and not config.reuse_tree:
-            raise ValueError("a kept tree was passed to a search without reuse_tree")
-        logits, value = evaluate_states(apply_fn, variables, game, states)
-        root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states)
-        common = dict(
-            params=variables,
-            rng_key=key,
-            root=root,
-            recurrent_fn=recurrent_fn,
-            num_simulations=config.num_simulations,
-            invalid_actions=~states.legal_action_mask,
-            max_depth=game.max_length,
-        )
-        reuse: dict[str, Any] = dict(kept=kept, capacity=config.capacity) if config.reuse_tree else {}
-        if config.policy == "gumbel":
-            gumbel_policy = tree_reuse.gumbel_policy if config.reuse_tree else mctx.gumbel_muzero_policy
-            output = gumbel_policy(
-                **common,
-                **reuse,
-                max_num_considered_actions=config.max_num_considered_actions,
-                gumbel_scale=_gumbel_scale(config, move_number),
-                qtransform=functools.partial(mctx.qtransform_completed_by_mix_value, value_scale=config.value_scale),
-            )
-            action = output.action
-        else:
-            puct_policy = tree_reuse.puct_policy if config.reuse_tree else mctx.muzero_policy
-            output = puct_policy(
-                **common,
-                **reuse,
-                dirichlet_fraction=config.dirichlet_fraction,
-                dirichlet_alpha=config.dirichlet_alpha,
-                pb_c_init=config.pb_c_init,
-                pb_c_base=config.pb_c_base,
-                temperature=1.0,
-            )
-            # Temperature schedule: mctx sampled from the visit counts; past the opening, play the most visited.
-            most_visited = jnp.argmax(output.action_weights, axis=-1)
-            action = jnp.where(move_number < config.temperature_moves, output.action, most_visited)
-        summary = output.search_tree.summary()
-        action = action.astype(jnp.int32)
-        return SearchOutput(
-            action=action,
-            policy_target=output.action_weights,
-            root_value=summary.value,
-            # The chosen move was always visited (Gumbel plays a considered action; PUCT a visited one).
-            action_value=jnp.take_along_axis(summary.qvalues, action[:, None], axis=1)[:, 0],
-            network_value=value,
-            network_logits=logits,
-            visit_counts=summary.visit_counts.astype(jnp.int32),  # mctx's summary gives the value dtype
-            action_values=jnp.where(summary.visit_counts > 0, summary.qvalues, jnp.nan),
-            tree=tree_reuse.searched(output.search_tree, config.num_simulations) if config.reuse_tree else None,
-            search_tree=output.search_tree if return_tree else None,
-        )
-
-    return search
+    """`run_search` with the game, the network and a search config's hyperparameters bound: `search(variables,
+    key, states, move_number=None, kept=None) -> SearchOutput`. `config` is a `config.SearchConfig`, or any
+    dataclass whose fields are `run_search`'s keyword hyperparameters."""
+    return functools.partial(run_search, game=game, apply_fn=apply_fn, return_tree=return_tree,
+                             **search_options(config))

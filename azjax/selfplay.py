@@ -32,7 +32,9 @@ sides), and a game that ends restarts with nothing kept.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
@@ -40,10 +42,12 @@ import optax
 from flax import struct
 
 from azjax import replay, tree_reuse
-from azjax.config import SearchConfig, SelfPlayConfig
 from azjax.games import Game, State
 from azjax.games.base import random_opening
 from azjax.search import SearchOutput
+
+if TYPE_CHECKING:
+    from azjax.config import SearchConfig, SelfPlayConfig
 
 
 class SelfPlayState(struct.PyTreeNode):
@@ -79,36 +83,44 @@ class Trajectory(struct.PyTreeNode):
 
 
 SearchFn = Callable[..., SearchOutput]  # search.make_search_fn's (variables, key, states, move_number[, kept])
+_RUN_OPTIONS = ("num_steps", "opening_moves", "resign_threshold", "resign_disabled_fraction", "keep_unfinished",
+                "full_search_fraction", "start_search_games")  # the SelfPlayConfig fields run_selfplay takes
 
 
-def new_games(key: jax.Array, game: Game, config: SelfPlayConfig) -> tuple[State, jax.Array]:
-    """B fresh games, each after 0..`config.opening_moves` random moves; returns them and their move numbers (the
-    random moves played)."""
+def new_games(key: jax.Array, game: Game, *, num_games: int, opening_moves: int = 0) -> tuple[State, jax.Array]:
+    """`num_games` (B) fresh games, each after 0..`opening_moves` uniformly random moves (not recorded); returns
+    the states [B] and their move numbers int32 [B] (the random moves played)."""
     init_key, count_key, opening_key = jax.random.split(key, 3)
-    states = jax.vmap(game.init)(jax.random.split(init_key, config.num_games))
-    if config.opening_moves == 0:
-        return states, jnp.zeros(config.num_games, jnp.int32)
-    counts = jax.random.randint(count_key, (config.num_games,), 0, config.opening_moves + 1)
-    keys = jax.random.split(opening_key, config.num_games)
-    opening = lambda k, s, n: random_opening(k, game, s, n, config.opening_moves)  # noqa: E731
+    states = jax.vmap(game.init)(jax.random.split(init_key, num_games))
+    if opening_moves == 0:
+        return states, jnp.zeros(num_games, jnp.int32)
+    counts = jax.random.randint(count_key, (num_games,), 0, opening_moves + 1)
+    keys = jax.random.split(opening_key, num_games)
+    opening = lambda k, s, n: random_opening(k, game, s, n, opening_moves)  # noqa: E731
     return jax.vmap(opening)(keys, states, counts)
 
 
-def init_selfplay(key: jax.Array, game: Game, config: SelfPlayConfig, search: SearchConfig | None = None
-                  ) -> SelfPlayState:
-    """B fresh games; a `resign_disabled_fraction` share of them will never resign. With a `search` config that
-    reuses trees, each game also gets an empty tree of `search.capacity` nodes."""
+def init_selfplay(
+    key: jax.Array, game: Game, *, num_games: int, opening_moves: int = 0, resign_disabled_fraction: float = 0.1,
+    tree_capacity: int | None = None, num_simulations: int | None = None,
+) -> SelfPlayState:
+    """B = `num_games` fresh games (`new_games`); a `resign_disabled_fraction` share of them will never resign
+    (to measure resignation's false positives). For a search that reuses trees (`run_search(..., reuse_tree=True)`)
+    give `tree_capacity`, its nodes per tree (`search.nodes_per_tree`), and its `num_simulations`: each game then
+    starts with an empty kept tree."""
     init_key, resign_key = jax.random.split(key)
-    game_state, move_number = new_games(init_key, game, config)
+    game_state, move_number = new_games(init_key, game, num_games=num_games, opening_moves=opening_moves)
     tree = None
-    if search is not None and search.reuse_tree:
-        tree = tree_reuse.empty(game_state, game.num_actions, search.capacity, search.num_simulations)
+    if tree_capacity is not None:
+        if num_simulations is None:
+            raise ValueError("a kept tree (tree_capacity) needs the search's num_simulations")
+        tree = tree_reuse.empty(game_state, game.num_actions, tree_capacity, num_simulations)
     return SelfPlayState(
         game_state=game_state,
         move_number=move_number,
-        resign_disabled=jax.random.uniform(resign_key, (config.num_games,)) < config.resign_disabled_fraction,
-        would_resign=jnp.zeros((config.num_games, 2), bool),
-        pending=jnp.zeros(config.num_games, jnp.int32),
+        resign_disabled=jax.random.uniform(resign_key, (num_games,)) < resign_disabled_fraction,
+        would_resign=jnp.zeros((num_games, 2), bool),
+        pending=jnp.zeros(num_games, jnp.int32),
         tree=tree,
     )
 
@@ -120,34 +132,58 @@ def run_selfplay(
     *,
     game: Game,
     search_fn: SearchFn,
-    config: SelfPlayConfig,
+    num_steps: int,
+    opening_moves: int = 0,
+    resign_threshold: float | None = None,
+    resign_disabled_fraction: float = 0.1,
+    keep_unfinished: bool = False,
+    full_search_fraction: float = 1.0,
     fast_search_fn: SearchFn | None = None,
+    start_search_games: int = 0,
     start_search_fn: SearchFn | None = None,
     record_states: bool = False,
 ) -> tuple[SelfPlayState, Trajectory]:
-    """Plays T = `config.num_steps` moves in each of the B games.
+    """Plays T = `num_steps` moves in each of the B games: a `lax.scan` of `selfplay_step`, which the
+    hyperparameters from `opening_moves` to `fast_search_fn` are passed to.
 
-    With `config.full_search_fraction` < 1, `fast_search_fn` (the search with `config.fast_search_simulations`)
-    searches the steps that are not searched in full. With `config.start_search_games` k > 0, `start_search_fn`
-    (the search with `config.start_search_simulations`) searches the k games with the fewest moves played at each
-    step searched in full, `search_fn` the other B - k (`split_search`). With `record_states` the trajectory keeps
-    the game state of every position (`Trajectory.state`, for Reanalyse). Returns the games in progress afterwards
-    and the trajectory [T, B]. Pure and un-jitted.
+    With `start_search_games` k > 0, `start_search_fn` searches the k games with the fewest moves played at each
+    step searched in full and `search_fn` the other B - k (`split_search`). With `record_states` the trajectory
+    keeps the game state of every position (`Trajectory.state`, for Reanalyse). Returns the games in progress
+    afterwards and the trajectory [T, B]. Pure and un-jitted.
     """
-    if config.full_search_fraction < 1.0 and fast_search_fn is None:
+    if full_search_fraction < 1.0 and fast_search_fn is None:
         raise ValueError("full_search_fraction < 1 needs a fast_search_fn")
-    if config.start_search_games:
+    if start_search_games:
         if start_search_fn is None:
             raise ValueError("start_search_games > 0 needs a start_search_fn")
-        search_fn = split_search(start_search_fn, search_fn, config.start_search_games)
-    step_keys = jax.random.split(key, config.num_steps)
+        search_fn = split_search(start_search_fn, search_fn, start_search_games)
+    step = functools.partial(
+        selfplay_step, variables=variables, game=game, search_fn=search_fn, opening_moves=opening_moves,
+        resign_threshold=resign_threshold, resign_disabled_fraction=resign_disabled_fraction,
+        keep_unfinished=keep_unfinished, full_search_fraction=full_search_fraction, fast_search_fn=fast_search_fn,
+    )
 
     def body(carry: SelfPlayState, step_key: jax.Array) -> tuple[SelfPlayState, Trajectory]:
-        carry, record = _selfplay_step(step_key, variables, carry, game=game, search_fn=search_fn, config=config,
-                                       fast_search_fn=fast_search_fn)
+        carry, record = step(step_key, carry=carry)
         return carry, record if record_states else record.replace(state=None)
 
-    return jax.lax.scan(body, selfplay_state, step_keys)
+    return jax.lax.scan(body, selfplay_state, jax.random.split(key, num_steps))
+
+
+def init_options(config: SelfPlayConfig, search: SearchConfig | None = None) -> dict[str, Any]:
+    """`init_selfplay`'s keyword arguments for a self-play config, with a `search` config that reuses trees its
+    kept trees' size."""
+    options: dict[str, Any] = dict(num_games=config.num_games, opening_moves=config.opening_moves,
+                                   resign_disabled_fraction=config.resign_disabled_fraction)
+    if search is not None and search.reuse_tree:
+        options.update(tree_capacity=search.capacity, num_simulations=search.num_simulations)
+    return options
+
+
+def selfplay_options(config: SelfPlayConfig) -> dict[str, Any]:
+    """A self-play config's fields that `run_selfplay` and `selfplay_step` take as keyword hyperparameters
+    (num_steps, opening_moves, resignation, playout caps, keep_unfinished, start_search_games)."""
+    return {name: getattr(config, name) for name in _RUN_OPTIONS}
 
 
 def split_search(start_search_fn: SearchFn, search_fn: SearchFn, num_start: int) -> SearchFn:
@@ -172,25 +208,48 @@ def split_search(start_search_fn: SearchFn, search_fn: SearchFn, num_start: int)
     return search
 
 
-def _selfplay_step(
+def selfplay_step(
     key: jax.Array,
     variables: dict,
     carry: SelfPlayState,
     *,
     game: Game,
     search_fn: SearchFn,
-    config: SelfPlayConfig,
+    opening_moves: int = 0,
+    resign_threshold: float | None = None,
+    resign_disabled_fraction: float = 0.1,
+    keep_unfinished: bool = False,
+    full_search_fraction: float = 1.0,
     fast_search_fn: SearchFn | None = None,
 ) -> tuple[SelfPlayState, Trajectory]:
+    """One move in each of the B games: search, play the search's move, record the position, restart the games
+    that ended (after 0..`opening_moves` random moves).
+
+    Args:
+      key: the step's randomness (search, restarts, resignation draws).
+      variables: the network's variables, for `search_fn`.
+      carry: the games in progress.
+      game: the game.
+      search_fn: `(variables, key, states [B], move_number [B], kept) -> SearchOutput` (`search.make_search_fn`).
+      resign_threshold: the mover resigns when the search values its chosen move below this (for the mover);
+        None: never. A `resign_disabled_fraction` share of restarted games may not resign.
+      keep_unfinished: count the positions of each game in progress (`SelfPlayState.pending`), which
+        `store_positions(..., keep_unfinished=True)` stores before the game ends.
+      full_search_fraction / fast_search_fn: playout-cap randomisation (KataGo's): with probability 1 -
+        `full_search_fraction` the whole batch is searched with `fast_search_fn` instead, and such a step records
+        no policy target (zeros).
+    Returns:
+      The games after the move, and the step's record (`Trajectory` fields without the time axis: [B, ...]).
+    """
     search_key, reset_key, resign_key = jax.random.split(key, 3)
     state = carry.game_state
     mover = state.current_player
     mover_one_hot = jax.nn.one_hot(mover, 2, dtype=bool)
     search_args = (variables, search_key, state, carry.move_number, carry.tree)
-    if fast_search_fn is not None and config.full_search_fraction < 1.0:
+    if fast_search_fn is not None and full_search_fraction < 1.0:
         # Its own key by fold_in, so that the three-way split above, and with it every run without playout caps,
         # stays as it was (bench_selfplay's reference splits keys the same way).
-        full = jax.random.uniform(jax.random.fold_in(key, 3)) < config.full_search_fraction
+        full = jax.random.uniform(jax.random.fold_in(key, 3)) < full_search_fraction
         searched = jax.lax.cond(full, search_fn, fast_search_fn, *search_args)
         searched = searched.replace(policy_target=jnp.where(full, searched.policy_target, 0.0))
     else:
@@ -199,7 +258,7 @@ def _selfplay_step(
 
     # Resignation: the mover gives up when the search values its chosen move below the threshold (not the root
     # value, which averages in the simulations spent on worse moves: a must-block position would look lost).
-    below = searched.action_value < (config.resign_threshold if config.resign_threshold is not None else -jnp.inf)
+    below = searched.action_value < (resign_threshold if resign_threshold is not None else -jnp.inf)
     resigned = below & ~carry.resign_disabled
     loss_for_mover = jnp.where(mover_one_hot, -1.0, 1.0).astype(jnp.float32)
     next_state = next_state.replace(
@@ -228,12 +287,12 @@ def _selfplay_step(
     )
 
     # Finished games restart in place; a restarted slot draws anew whether it may resign.
-    fresh, fresh_move_number = new_games(reset_key, game, config)
+    fresh, fresh_move_number = new_games(reset_key, game, num_games=done.shape[0], opening_moves=opening_moves)
     game_state = jax.tree.map(lambda f, n: jnp.where(_expand(done, n), f, n), fresh, next_state)
-    new_disabled = jax.random.uniform(resign_key, done.shape) < config.resign_disabled_fraction
+    new_disabled = jax.random.uniform(resign_key, done.shape) < resign_disabled_fraction
     # Only keep_unfinished stores a game's positions before it ends; counting them otherwise would make a run resumed
     # with keep_unfinished settle ring rows that hold other games' positions, or none (see store_positions).
-    pending = jnp.where(done, 0, carry.pending + 1) if config.keep_unfinished else jnp.zeros_like(carry.pending)
+    pending = jnp.where(done, 0, carry.pending + 1) if keep_unfinished else jnp.zeros_like(carry.pending)
     carry = SelfPlayState(
         game_state=game_state,
         move_number=jnp.where(done, fresh_move_number, carry.move_number + 1),

@@ -28,35 +28,10 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from azjax import games, parallel, replay, selfplay
 from azjax.config import Config, ConfigError, TrainConfig
-from azjax.networks import check_network, inference_fn, init_variables, network_of, value_head_of
+from azjax.learning import TrainState, compute_loss, init_train_state, kernels, sgd_step
+from azjax.networks import check_network, inference_fn, network_of, value_head_of
 from azjax.parallel import DATA_AXIS, replicate, split_batch
 from azjax.search import make_search_fn
-
-
-class TrainState(struct.PyTreeNode):
-    """The network's variables and the optimizer's state, and with `train.ema_decay` > 0 a moving average of the
-    variables (`average`), which is the network that plays: self-play, Reanalyse, evaluation, checkpoints' model."""
-
-    params: dict
-    batch_stats: dict
-    opt_state: optax.OptState
-    step: jax.Array  # [] int32, SGD steps taken
-    average: dict | None = None  # {"params", "batch_stats"}: their exponential moving average, or None: not kept
-
-    @property
-    def variables(self) -> dict:
-        """The trained network variables for `network.apply` (what SGD updates)."""
-        return {"params": self.params, "batch_stats": self.batch_stats}
-
-    @property
-    def play_variables(self) -> dict:
-        """The variables of the network that plays: the moving average where one is kept, else `variables`."""
-        return self.average if self.average is not None else self.variables
-
-    def with_variables(self, variables: dict) -> TrainState:
-        """This state with the network's variables replaced (a warm start), its moving average, if kept, too."""
-        average = None if self.average is None else jax.tree.map(jnp.copy, variables)
-        return self.replace(params=variables["params"], batch_stats=variables["batch_stats"], average=average)
 
 
 class RunState(struct.PyTreeNode):
@@ -114,6 +89,14 @@ def make_components(config: Config, network: nn.Module | None = None) -> Compone
                       reanalyse_search_fn)
 
 
+def loss_options(config: TrainConfig) -> dict:
+    """`learning.compute_loss`'s keyword hyperparameters for a run of `config` (no L2 term in the loss with adamw,
+    which decays the weights outside it)."""
+    return dict(value_loss_weight=config.value_loss_weight,
+                weight_decay=0.0 if config.optimizer == "adamw" else config.weight_decay,
+                reply_policy_weight=config.reply_policy_weight, value_target_mix=config.value_target_mix)
+
+
 def make_optimizer(config: TrainConfig) -> optax.GradientTransformation:
     """The optimizer at a unit learning rate: `train_step` scales its updates by `learning_rate(...)`, which
     follows the run's budget rather than a step count fixed in advance.
@@ -123,13 +106,8 @@ def make_optimizer(config: TrainConfig) -> optax.GradientTransformation:
     if config.optimizer == "sgd":
         return optax.sgd(1.0, momentum=0.9)
     if config.optimizer == "adamw":
-        return optax.adamw(1.0, weight_decay=config.weight_decay, mask=_kernels)
+        return optax.adamw(1.0, weight_decay=config.weight_decay, mask=kernels)
     return optax.adam(1.0)
-
-
-def _kernels(params: dict) -> dict:
-    """True for the convolution and dense kernels of a parameter tree: what weight decay and the L2 term act on."""
-    return jax.tree_util.tree_map_with_path(lambda path, _: "kernel" in jax.tree_util.keystr(path), params)
 
 
 def learning_rate(config: TrainConfig, step: jax.Array, progress: jax.Array) -> jax.Array:
@@ -171,15 +149,11 @@ def _init_run_state(config: Config, game_definition: object, network: nn.Module 
     del game_definition  # only a key of jit's cache
     parts = make_components(config, network)
     network_key, selfplay_key, run_key = jax.random.split(key, 3)
-    variables = init_variables(parts.network, network_key, parts.game.observation_shape)
-    train_state = TrainState(
-        params=variables["params"],
-        batch_stats=variables["batch_stats"],
-        opt_state=parts.optimizer.init(variables["params"]),
-        step=jnp.int32(0),
-        average=jax.tree.map(jnp.copy, dict(variables)) if config.train.ema_decay > 0 else None,
-    )
-    games_in_progress = selfplay.init_selfplay(selfplay_key, parts.game, config.selfplay, config.search)
+    train_state = init_train_state(network_key, parts.network, parts.optimizer,
+                                   observation_shape=parts.game.observation_shape,
+                                   average=config.train.ema_decay > 0)
+    games_in_progress = selfplay.init_selfplay(selfplay_key, parts.game,
+                                               **selfplay.init_options(config.selfplay, config.search))
     state_like = None
     if config.train.reanalyse_positions:
         state_like = jax.tree.map(lambda x: x[0], games_in_progress.game_state)
@@ -196,58 +170,6 @@ def _init_run_state(config: Config, game_definition: object, network: nn.Module 
     )
 
 
-def compute_loss(
-    params: dict, batch_stats: dict, batch: replay.Batch, *, network: nn.Module, config: TrainConfig
-) -> tuple[jax.Array, tuple[dict, dict]]:
-    """The AlphaZero loss on a batch: policy cross-entropy + weighted value MSE + L2 on the kernels (the L2 term
-    only for adam and sgd: adamw decays the weights outside the loss). A network with a win/draw/loss value head
-    (`networks.value_head_of(network) == "wdl"`) has the cross-entropy of its win/draw/loss logits against
-    `replay.wdl_target` in the MSE's place (the metric "value_loss" stays the MSE of its value,
-    "value_cross_entropy" is the term).
-    With `reply_policy_weight` > 0 that weight x the cross-entropy of the opponent-reply head against
-    `batch.reply_target` is added. Each policy term averages over the positions that have its target: a fast
-    search's (playout-cap randomisation) is all zeros and counts for nothing, as does the reply target of a game's
-    last move.
-
-    Returns the total loss and (metrics, updated batch-norm statistics).
-    """
-    reply = config.reply_policy_weight > 0
-    wdl = value_head_of(network) == "wdl"
-    (logits, value), updates = network.apply(
-        {"params": params, "batch_stats": batch_stats}, batch.observation, train=True,
-        mutable=["batch_stats", "intermediates"] if reply or wdl else ["batch_stats"],
-    )
-    policy_loss = _policy_cross_entropy(logits, batch.policy_target)
-    value_loss = jnp.mean(jnp.square(value - batch.value_target))
-    value_term = value_loss
-    kernels = jax.tree.leaves(jax.tree.map(lambda x, is_kernel: x if is_kernel else None, params, _kernels(params)))
-    l2 = sum(jnp.sum(jnp.square(k)) for k in kernels)
-    l2_weight = 0.0 if config.optimizer == "adamw" else config.weight_decay
-    metrics = {"policy_loss": policy_loss, "value_loss": value_loss, "l2": l2}
-    if wdl:
-        (outcome_logits,) = updates["intermediates"]["value_logits"]
-        assert batch.outcome is not None, "a win/draw/loss value head needs a replay made with outcomes=True"
-        target = replay.wdl_target(batch.value_target, batch.outcome, config.value_target_mix)
-        value_term = metrics["value_cross_entropy"] = jnp.mean(optax.softmax_cross_entropy(outcome_logits, target))
-    total = policy_loss + config.value_loss_weight * value_term + l2_weight * l2
-    metrics["loss"] = total
-    if reply:
-        (reply_logits,) = updates["intermediates"]["reply_logits"]
-        assert batch.reply_target is not None, "reply_policy_weight > 0 needs a replay made with reply_targets=True"
-        metrics["reply_policy_loss"] = _policy_cross_entropy(reply_logits, batch.reply_target)
-        total = total + config.reply_policy_weight * metrics["reply_policy_loss"]
-        metrics["loss"] = total
-    return total, (metrics, updates.get("batch_stats", batch_stats))  # {} for a network without batch norm
-
-
-def _policy_cross_entropy(logits: jax.Array, target: jax.Array) -> jax.Array:
-    """The cross-entropy of `logits` [N, A] against `target` [N, A], averaged over the rows with a target (all-zero
-    rows have none); when all have one, the factor is exactly 1 (the plain mean)."""
-    cross_entropy = optax.softmax_cross_entropy(logits, target)  # 0 where there is no target
-    with_target = jnp.sum(jnp.sum(target, axis=-1) > 0)
-    return jnp.mean(cross_entropy) * (cross_entropy.shape[0] / jnp.maximum(with_target, 1))
-
-
 def train_step(
     train_state: TrainState,
     batch: replay.Batch,
@@ -257,25 +179,15 @@ def train_step(
     config: TrainConfig,
     progress: jax.Array | float = 0.0,
 ) -> tuple[TrainState, dict]:
-    """One SGD step on `batch`, at the learning rate of `progress` (the share of the run's budget spent, see
-    `learning_rate`); returns the new state and the loss metrics."""
-    grad_fn = jax.grad(compute_loss, has_aux=True)
-    grads, (metrics, batch_stats) = grad_fn(
-        train_state.params, train_state.batch_stats, batch, network=network, config=config
-    )
-    updates, opt_state = optimizer.update(grads, train_state.opt_state, train_state.params)
+    """A run's SGD step (`learning.sgd_step` on `learning.compute_loss`) at the learning rate of `progress` (the
+    share of the run's budget spent, see `learning_rate`; `optimizer` is `make_optimizer`'s, at a unit rate);
+    returns the new state and the loss metrics, with "learning_rate"."""
     rate = learning_rate(config, train_state.step, jnp.asarray(progress))
-    updates = jax.tree.map(lambda u: (rate * u).astype(u.dtype), updates)
-    new_state = TrainState(
-        params=optax.apply_updates(train_state.params, updates),
-        batch_stats=batch_stats,
-        opt_state=opt_state,
-        step=train_state.step + 1,
+    new_state, metrics = sgd_step(
+        train_state, batch, loss_fn=functools.partial(compute_loss, network=network, **loss_options(config)),
+        optimizer=optimizer, update_scale=rate,
+        ema_decay=ema_decay(config, train_state.step) if train_state.average is not None else None,
     )
-    if train_state.average is not None:
-        new_state = new_state.replace(average=optax.incremental_update(
-            new_state.variables, train_state.average, 1.0 - ema_decay(config, train_state.step)))
-    metrics["grad_norm"] = optax.tree.norm(grads)
     metrics["learning_rate"] = rate
     return new_state, metrics
 
@@ -336,10 +248,10 @@ def _train_iteration(
         split_batch(run_state.selfplay, mesh),
         game=game,
         search_fn=parts.search_fn,
-        config=config.selfplay,
         fast_search_fn=parts.fast_search_fn,
         start_search_fn=parts.start_search_fn,
         record_states=bool(config.train.reanalyse_positions),
+        **selfplay.selfplay_options(config.selfplay),
     )
     games_state, trajectory = split_batch(games_state, mesh), split_batch(trajectory, mesh, batch_axis=1)
     buffer, stored = selfplay.store_positions(run_state.replay, trajectory, run_state.selfplay.pending,

@@ -108,11 +108,12 @@ class Implementation:
 def azjax_implementation(config: Config) -> Implementation:
     """azjax self-play as a training iteration runs it, for `config`'s game, network, search and self-play."""
     parts = make_components(config)
-    play = functools.partial(selfplay.run_selfplay, game=parts.game, search_fn=parts.search_fn, config=config.selfplay)
+    play = functools.partial(selfplay.run_selfplay, game=parts.game, search_fn=parts.search_fn,
+                             **selfplay.selfplay_options(config.selfplay))
 
     def init(key: jax.Array, batch_size: int) -> selfplay.SelfPlayState:
         assert batch_size == config.selfplay.num_games
-        return selfplay.init_selfplay(key, parts.game, config.selfplay, config.search)
+        return selfplay.init_selfplay(key, parts.game, **selfplay.init_options(config.selfplay, config.search))
 
     return Implementation(label="azjax", init=init, play=play)
 

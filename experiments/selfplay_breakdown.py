@@ -62,7 +62,8 @@ def free_network_implementation(config: Any) -> Implementation:
     """Self-play as `azjax_implementation(config)`'s, with `free_apply` for the network."""
     parts = make_components(config)
     search_fn = make_search_fn(parts.game, free_network(parts.game.num_actions), config.search)
-    play = functools.partial(selfplay.run_selfplay, game=parts.game, search_fn=search_fn, config=config.selfplay)
+    play = functools.partial(selfplay.run_selfplay, game=parts.game, search_fn=search_fn,
+                             **selfplay.selfplay_options(config.selfplay))
     return Implementation(label="free network", init=azjax_implementation(config).init, play=play)
 
 

@@ -73,8 +73,9 @@ def cost(agent: Agent, policy: str, sims: int, batch: int, steps: int, repeats: 
                                             policy=policy, reuse_tree=reuse,
                                             tree_capacity=capacity(sims, capacity_factor) if reuse else None)
         search_fn = make_search_fn(game, inference_fn(agent.network), search_config)
-        play = jax.jit(functools.partial(selfplay.run_selfplay, game=game, search_fn=search_fn, config=config))
-        state = selfplay.init_selfplay(jax.random.key(0), game, config, search_config)
+        play = jax.jit(functools.partial(selfplay.run_selfplay, game=game, search_fn=search_fn,
+                                         **selfplay.selfplay_options(config)))
+        state = selfplay.init_selfplay(jax.random.key(0), game, **selfplay.init_options(config, search_config))
         start = time.perf_counter()
         state, _ = jax.block_until_ready(play(jax.random.key(1), agent.variables, state))  # compile, fill trees
         runs[reuse] = dict(play=play, state=state, compile_s=time.perf_counter() - start, times=[])

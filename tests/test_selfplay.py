@@ -15,18 +15,19 @@ import numpy as np
 import pytest
 
 from azjax import games, replay
-from azjax.config import SelfPlayConfig
 from azjax.games import random_opening
 from azjax.networks import inference_fn, init_variables
 from azjax.search import SearchOutput
 from azjax.selfplay import (
     Trajectory,
     compute_value_targets,
+    init_options,
     init_selfplay,
     new_games,
     policy_surprise,
     reply_targets,
     run_selfplay,
+    selfplay_options,
     store_positions,
 )
 from azjax.training import make_components
@@ -168,7 +169,8 @@ def network_variables(config):
 @functools.cache
 def compiled_selfplay(config):
     parts = make_components(config)
-    play = functools.partial(run_selfplay, game=parts.game, search_fn=parts.search_fn, config=config.selfplay)
+    play = functools.partial(run_selfplay, game=parts.game, search_fn=parts.search_fn,
+                             **selfplay_options(config.selfplay))
     return jax.jit(play)
 
 
@@ -177,7 +179,7 @@ def played(name: str, tiny_config):
     """(selfplay config, initial state, final state, trajectory as numpy) of the TINY run `name`."""
     config = dataclasses.replace(tiny_config, selfplay=dataclasses.replace(tiny_config.selfplay, **RUNS[name]))
     parts = make_components(config)
-    initial = init_selfplay(jax.random.key(1), parts.game, config.selfplay)
+    initial = init_selfplay(jax.random.key(1), parts.game, **init_options(config.selfplay))
     final, trajectory = compiled_selfplay(config)(jax.random.key(2), network_variables(tiny_config), initial)
     return config, initial, final, jax.device_get(trajectory)
 
@@ -382,7 +384,7 @@ def test_positions_of_games_that_span_calls_get_their_outcome(tiny_config, num_s
     parts = make_components(config)
     play = compiled_selfplay(config)
     store = jax.jit(functools.partial(store_positions, max_length=parts.game.max_length))
-    state = init_selfplay(jax.random.key(4), parts.game, config.selfplay)
+    state = init_selfplay(jax.random.key(4), parts.game, **init_options(config.selfplay))
     buffer = replay.init_replay(parts.game, capacity)
     trajectories, added, lost = [], 0, 0
     for call in range(6):
@@ -426,7 +428,7 @@ def play_and_store(tiny_config, num_calls: int = 4, **store_options):
     config = dataclasses.replace(tiny_config, selfplay=dataclasses.replace(tiny_config.selfplay, num_steps=3))
     parts = make_components(config)
     store = jax.jit(functools.partial(store_positions, max_length=parts.game.max_length, **store_options))
-    state = init_selfplay(jax.random.key(4), parts.game, config.selfplay)
+    state = init_selfplay(jax.random.key(4), parts.game, **init_options(config.selfplay))
     buffer = replay.init_replay(parts.game, 4096)
     calls = []
     for call in range(num_calls):
@@ -468,10 +470,11 @@ def test_switching_keep_unfinished_on_at_a_resume_settles_only_positions_it_stor
     ready: what it stores afterwards matches the value targets of its own trajectories, as a fresh run's."""
     game = make_components(tiny_config).game
     buffer = replay.init_replay(game, 4096)
-    state = init_selfplay(jax.random.key(4), game, tiny_config.selfplay)
+    state = init_selfplay(jax.random.key(4), game, **init_options(tiny_config.selfplay))
     def play_and_store(key, state, buffer, *, keep):
         config = dataclasses.replace(tiny_config.selfplay, num_steps=3, keep_unfinished=keep)
-        next_state, trajectory = run_selfplay(key, {}, state, game=game, search_fn=random_search, config=config)
+        next_state, trajectory = run_selfplay(key, {}, state, game=game, search_fn=random_search,
+                                              **selfplay_options(config))
         stored, _ = store_positions(buffer, trajectory, state.pending, game.max_length, keep_unfinished=keep)
         return next_state, stored, trajectory
 
@@ -504,7 +507,7 @@ def test_stored_positions_carry_their_reply_targets(tiny_config, keep_unfinished
     parts = make_components(config)
     store = jax.jit(functools.partial(store_positions, max_length=parts.game.max_length,
                                       keep_unfinished=keep_unfinished))
-    state = init_selfplay(jax.random.key(4), parts.game, config.selfplay)
+    state = init_selfplay(jax.random.key(4), parts.game, **init_options(config.selfplay))
     buffer = replay.init_replay(parts.game, 4096, reply_targets=True)
     expected_policy, expected_reply = [], []
     for call in range(3):
@@ -636,9 +639,10 @@ def test_playout_caps_search_some_steps_fast_and_drop_their_policy_targets(tiny_
     config = dataclasses.replace(tiny_config.selfplay, num_steps=40, full_search_fraction=0.5,
                                  fast_search_simulations=2)
     game = make_components(tiny_config).game
-    play = jax.jit(functools.partial(run_selfplay, game=game, search_fn=stub_search(0.5, True), config=config,
-                                     fast_search_fn=stub_search(-0.5, False)))
-    _, trajectory = jax.device_get(play(jax.random.key(4), {}, init_selfplay(jax.random.key(5), game, config)))
+    play = jax.jit(functools.partial(run_selfplay, game=game, search_fn=stub_search(0.5, True),
+                                     **selfplay_options(config), fast_search_fn=stub_search(-0.5, False)))
+    games_state = init_selfplay(jax.random.key(5), game, **init_options(config))
+    _, trajectory = jax.device_get(play(jax.random.key(4), {}, games_state))
     full = trajectory.root_value == 0.5  # [T, B]: the full search made this move
     assert np.all(full | (trajectory.root_value == -0.5))
     # One draw per step for the whole batch, about half of them full.
@@ -648,8 +652,8 @@ def test_playout_caps_search_some_steps_fast_and_drop_their_policy_targets(tiny_
     np.testing.assert_allclose(trajectory.policy_target[full].sum(-1), 1.0)
     np.testing.assert_array_equal(trajectory.policy_target[~full], 0.0)
     with pytest.raises(ValueError, match="needs a fast_search_fn"):
-        run_selfplay(jax.random.key(4), {}, init_selfplay(jax.random.key(5), game, config), game=game,
-                     search_fn=stub_search(0.5, True), config=config)
+        run_selfplay(jax.random.key(4), {}, init_selfplay(jax.random.key(5), game, **init_options(config)), game=game,
+                     search_fn=stub_search(0.5, True), **selfplay_options(config))
 
 
 def test_start_search_searches_the_games_nearest_their_start_deeper(tiny_config):
@@ -659,9 +663,10 @@ def test_start_search_searches_the_games_nearest_their_start_deeper(tiny_config)
     num_start = 5
     config = dataclasses.replace(tiny_config.selfplay, num_steps=12, opening_moves=3, start_search_games=num_start)
     game = make_components(tiny_config).game
-    play = jax.jit(functools.partial(run_selfplay, game=game, search_fn=stub_search(-0.5, False), config=config,
-                                     start_search_fn=stub_search(0.5, True)))
-    _, trajectory = jax.device_get(play(jax.random.key(4), {}, init_selfplay(jax.random.key(5), game, config)))
+    play = jax.jit(functools.partial(run_selfplay, game=game, search_fn=stub_search(-0.5, False),
+                                     **selfplay_options(config), start_search_fn=stub_search(0.5, True)))
+    games_state = init_selfplay(jax.random.key(5), game, **init_options(config))
+    _, trajectory = jax.device_get(play(jax.random.key(4), {}, games_state))
     deep = trajectory.root_value == 0.5  # [T, B]
     assert np.all(deep | (trajectory.root_value == -0.5))
     np.testing.assert_array_equal(deep.sum(axis=1), num_start)
@@ -670,8 +675,8 @@ def test_start_search_searches_the_games_nearest_their_start_deeper(tiny_config)
         assert moves[step][deep[step]].max() <= moves[step][~deep[step]].min()
     assert len(np.unique(moves)) > 3  # games at several stages: the ordering was put to the test
     with pytest.raises(ValueError, match="needs a start_search_fn"):
-        run_selfplay(jax.random.key(4), {}, init_selfplay(jax.random.key(5), game, config), game=game,
-                     search_fn=stub_search(0.5, True), config=config)
+        run_selfplay(jax.random.key(4), {}, init_selfplay(jax.random.key(5), game, **init_options(config)), game=game,
+                     search_fn=stub_search(0.5, True), **selfplay_options(config))
 
 
 def test_openings_count_the_moves_actually_played():
@@ -689,7 +694,7 @@ def test_openings_count_the_moves_actually_played():
     np.testing.assert_array_equal(played, on_board(opened))
     assert not np.any(opened.terminated)
     assert np.any(played == 8) and np.any(played < 8), "some openings should skip a game-ending move"
-    fresh, move_number = jax.jit(lambda key: new_games(key, game, SelfPlayConfig(num_games=512, opening_moves=8)))(
+    fresh, move_number = jax.jit(lambda key: new_games(key, game, num_games=512, opening_moves=8))(
         jax.random.key(1))
     np.testing.assert_array_equal(move_number, on_board(fresh))
     np.testing.assert_array_equal(fresh.current_player, move_number % 2)

@@ -13,14 +13,14 @@ from flax import traverse_util
 
 from azjax import config as config_lib
 from azjax.config import TrainConfig
+from azjax.learning import TrainState, compute_loss
 from azjax.networks import init_variables, make_network
 from azjax.replay import Batch, wdl_target
 from azjax.training import (
-    TrainState,
     budget_progress,
-    compute_loss,
     init_run_state,
     learning_rate,
+    loss_options,
     make_components,
     make_optimizer,
     make_train_iteration,
@@ -57,7 +57,7 @@ def batch(parts) -> Batch:
 
 
 def _loss_and_raw_outputs(params, batch_stats, batch, *, network, config):
-    loss, (metrics, new_stats) = compute_loss(params, batch_stats, batch, network=network, config=config)
+    loss, (metrics, new_stats) = compute_loss(params, batch_stats, batch, network=network, **loss_options(config))
     (logits, value), _ = network.apply(
         {"params": params, "batch_stats": batch_stats}, batch.observation, train=True, mutable=["batch_stats"]
     )
@@ -70,7 +70,7 @@ def _loss_and_sown(network, config, variables, batch, name):
 
     @jax.jit
     def run(params, batch_stats, batch):
-        loss, (metrics, _) = compute_loss(params, batch_stats, batch, network=network, config=config)
+        loss, (metrics, _) = compute_loss(params, batch_stats, batch, network=network, **loss_options(config))
         (logits, value), sown = network.apply({"params": params, "batch_stats": batch_stats}, batch.observation,
                                               train=True, mutable=["batch_stats", "intermediates"])
         return loss, metrics, logits, value, sown["intermediates"][name][0]
@@ -262,10 +262,11 @@ def test_adamw_decays_kernels_outside_the_loss(parts, variables, batch):
         expected = -0.1 * flat_params[path] if path[-1] == "kernel" else np.zeros_like(update)
         np.testing.assert_allclose(update, expected, rtol=1e-6, atol=1e-12)
     # The loss carries no L2 term with adamw; with adam the same weight is an L2 penalty in it.
-    adamw_loss = compute_loss(params, variables["batch_stats"], batch, network=parts.network, config=config)[0]
+    adamw_loss = compute_loss(params, variables["batch_stats"], batch, network=parts.network,
+                              **loss_options(config))[0]
     adam = TrainConfig(optimizer="adam", weight_decay=0.1)
     adam_loss, (metrics, _) = compute_loss(params, variables["batch_stats"], batch, network=parts.network,
-                                           config=adam)
+                                           **loss_options(adam))
     assert float(adam_loss - adamw_loss) == pytest.approx(0.1 * float(metrics["l2"]), rel=1e-4)
 
 

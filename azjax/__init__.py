@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time, __getattr_
     from azjax.agent import load_agent as load_agent
     from azjax.config import Config as Config
     from azjax.config import ConfigError as ConfigError
-    from azjax.config import get_config as get_config
+    from azjax.presets import get_config as get_config
     from azjax.trainer import train as train
     from azjax.training import init_run_state as init_run_state
     from azjax.training import make_train_iteration as make_train_iteration
@@ -30,7 +30,7 @@ _APPLICATION = {
     "load_agent": "azjax.agent",
     "Config": "azjax.config",
     "ConfigError": "azjax.config",
-    "get_config": "azjax.config",
+    "get_config": "azjax.presets",
     "train": "azjax.trainer",
     "init_run_state": "azjax.training",
     "make_train_iteration": "azjax.training",

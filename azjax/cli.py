@@ -570,7 +570,7 @@ def _play(args: argparse.Namespace) -> int:
 
 
 def _config_from_args(args: argparse.Namespace):
-    from azjax import checkpointing, games, rundir
+    from azjax import checkpointing, games, presets, rundir
     from azjax import config as config_lib
 
     run_config = None if args.out is None else args.out / rundir.CONFIG_FILE
@@ -594,8 +594,8 @@ def _config_from_args(args: argparse.Namespace):
         config = checkpointing.CheckpointManager(args.out).config(latest)  # config.json lost: the checkpoint's
         origin = f"the run's own, from its checkpoint of iteration {latest} ({run_config} is missing)"
     else:
-        config = config_lib.get_config(game, preset)
-        origin = config_lib.preset_origin(game, preset)
+        config = presets.get_config(game, preset)
+        origin = presets.preset_origin(game, preset)
         from_preset = True
     overrides = {
         key.split(":", 1)[1]: value

@@ -1,5 +1,5 @@
-"""Configuration: frozen dataclasses per concern and validation with clear errors; the presets per game are
-azjax/presets.py (`get_config` here serves them).
+"""Configuration: frozen dataclasses per concern and validation with clear errors. The presets per game are
+azjax/presets.py (`presets.get_config`, also `azjax.get_config`), which imports this module.
 
 A `Config` is plain data, built explicitly and passed in: nothing is parsed or built at import time. Derive a
 variant with `dataclasses.replace` or `with_overrides(config, {"search.num_simulations": 64})`, which is what the
@@ -354,54 +354,6 @@ def _positive(section: Any, name: str, prefix: str = "") -> None:
 def _choice(value: str, allowed: tuple[str, ...], name: str) -> None:
     if value not in allowed:
         raise ConfigError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
-
-
-# ------------------------------------------------------------------------------------------------------------
-# Presets: azjax/presets.py, which imports this module; the names below stay here for every caller
-
-
-def get_config(game: str = "tic_tac_toe", preset: str = "cpu") -> Config:
-    """The preset config of a game: "cpu" (small, trains on a laptop) or "gpu" (thousands of parallel games).
-
-    The catalog's games have presets of their own (`azjax.presets.PRESETS`); a game registered with `presets=` gets
-    those; any other game (or preset not given) gets `derived_preset`, built from the game's sizes.
-    `preset_origin` says which.
-    """
-    from azjax import presets  # late: presets imports this module
-
-    return presets.get_config(game, preset)
-
-
-def preset_origin(game: str, preset: str = "cpu") -> str:
-    """Where `get_config(game, preset)` comes from, in words, for a run to print."""
-    from azjax import presets  # late: presets imports this module
-
-    return presets.preset_origin(game, preset)
-
-
-def derived_preset(game: str, preset: str = "cpu") -> Config:
-    """A preset for a game without one, from its declared sizes: `azjax.presets.derived_preset`."""
-    from azjax import presets  # late: presets imports this module
-
-    return presets.derived_preset(game, preset)
-
-
-# Served from azjax/presets.py on first use (PEP 562), so that `config.CPU_TRAIN` and the others keep working.
-_PRESET_NAMES = ("CPU_TRAIN", "GPU_TRAIN", "PRESETS", "SAMPLES_PER_POSITION", "samples_per_played_position")
-if typing.TYPE_CHECKING:
-    from azjax.presets import CPU_TRAIN as CPU_TRAIN
-    from azjax.presets import GPU_TRAIN as GPU_TRAIN
-    from azjax.presets import PRESETS as PRESETS
-    from azjax.presets import SAMPLES_PER_POSITION as SAMPLES_PER_POSITION
-    from azjax.presets import samples_per_played_position as samples_per_played_position
-
-
-def __getattr__(name: str) -> Any:
-    if name in _PRESET_NAMES:
-        from azjax import presets  # late: presets imports this module
-
-        return getattr(presets, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ------------------------------------------------------------------------------------------------------------

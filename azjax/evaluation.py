@@ -22,12 +22,11 @@ from azjax import arena, games, memory, parallel
 from azjax import bots as bots_lib
 from azjax import solver as solver_lib
 from azjax.agent import make_agent
-from azjax.arena import random_agent
+from azjax.arena import AgentFn, random_agent
 from azjax.config import Config
 from azjax.games import Game, State
 from azjax.solver import positions as positions_lib
 
-AgentFn = Callable[[jax.Array, State], jax.Array]
 Evaluator = Callable[[jax.Array, dict], dict[str, float]]
 EVAL_GAMES = 64  # games against each baseline in the evaluation during training (half in each seat)
 

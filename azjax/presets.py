@@ -1,9 +1,8 @@
 """Presets: the configs `get_config(game, preset)` gives, "cpu" (a 2-core CPU) and "gpu" (one accelerator), per
 game of the catalog (`PRESETS`), and the preset derived for any other game from its sizes (`derived_preset`).
 
-Each preset's comment says what it was measured against, or that it was not. `azjax.config` serves every name here
-(`config.get_config`, `config.PRESETS`, `config.CPU_TRAIN`, ...), as it did before the presets had a module of
-their own; this module imports `azjax.config`, never the other way round at import time.
+Each preset's comment says what it was measured against, or that it was not. This module imports `azjax.config`;
+`azjax.config` never imports it. `azjax.get_config` is `get_config`.
 """
 
 from __future__ import annotations
@@ -377,7 +376,7 @@ def _preset(game: str, preset: str) -> tuple[Config, str]:
             f"on the preset derived from its sizes)"
         )
     return derived.validate(), (
-        f"{game} has no {preset} preset of its own, so one derived from its sizes (azjax.config.derived_preset): "
+        f"{game} has no {preset} preset of its own, so one derived from its sizes (azjax.presets.derived_preset): "
         f"{_sizes_text(derived)}; register presets with games.register(..., presets=...) or pass --config FILE"
     )
 

@@ -167,13 +167,13 @@ def train(
     if not primary:
         log, progress = (lambda _: None), False
     if jax.process_count() > 1:  # every process's devices take part: the mesh spans them all
-        devices = choose_devices(config, num_devices or len(jax.devices()))
+        devices = run_devices(config, num_devices or len(jax.devices()))
         log(f"Devices: {len(devices)} {devices[0].platform} devices over {jax.process_count()} processes.")
     elif num_devices is None:
         devices, reason = default_layout(config, own_network=network is not None)
         log(f"Devices: {reason}.")
     else:
-        devices = choose_devices(config, num_devices)
+        devices = run_devices(config, num_devices)
     run_dir = Path(run_dir)
     checkpoints = checkpointing.CheckpointManager(run_dir, keep=keep_checkpoints, best_metric=best_metric)
     resumed_from, config = _check_run_dir(run_dir, config, checkpoints, log)
@@ -337,7 +337,7 @@ def default_layout(config: Config, devices: list[jax.Device] | None = None, *,
     )
 
 
-def choose_devices(config: Config, num_devices: int | None = None) -> list[jax.Device]:
+def run_devices(config: Config, num_devices: int | None = None) -> list[jax.Device]:
     """The devices a run uses: `num_devices` of `jax.devices()`, or (None) `default_layout(config)`'s.
 
     Raises:

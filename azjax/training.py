@@ -201,7 +201,7 @@ def split_batches(config: Config) -> dict[str, int]:
     return batches
 
 
-def check_divisible(config: Config, count: int) -> None:
+def check_splits(config: Config, count: int) -> None:
     """Raises ConfigError unless the game batch and the SGD batch split evenly over `count` devices."""
     try:
         parallel.check_divisible(count, split_batches(config))
@@ -232,7 +232,7 @@ def make_train_iteration(
     """
     parts = parts if parts is not None else make_components(config, network)
     if mesh is not None:
-        check_divisible(config, mesh.size)
+        check_splits(config, mesh.size)
     return functools.partial(_train_iteration, parts=parts, config=config, mesh=mesh)
 
 

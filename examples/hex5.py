@@ -120,7 +120,7 @@ def make_hex5() -> games.Game:
     )
 
 
-# Presets: overrides of the preset azjax derives from the game's sizes (azjax.config.derived_preset).
+# Presets: overrides of the preset azjax derives from the game's sizes (azjax.presets.derived_preset).
 games.register("hex5", make_hex5, presets={"cpu": {"num_iterations": 60, "selfplay.opening_moves": 2}})
 
 # What the rules say about a few positions, checked by `azjax check hex5:make_hex5 --positions hex5:TEST_POSITIONS`.

@@ -46,7 +46,7 @@ import jax
 import jax.numpy as jnp
 
 from azjax import config as config_lib
-from azjax import training
+from azjax import presets, training
 from azjax.config import Config, NetworkConfig, SearchConfig, SelfPlayConfig, TrainConfig
 from azjax.networks import inference_fn, init_variables
 from azjax.training import make_components
@@ -170,7 +170,7 @@ def throughput_row(config: Config, variables: dict, pgx: Any, repeats: int, devi
 def sgd_config(game: str, blocks: int, channels: int, dtype: str, quick: bool) -> Config:
     """The config of part 2's SGD steps: the game's GPU preset with a `blocks` x `channels` network (and, to fill its
     replay once, a cheap iteration of few simulations; everything shrunk with `quick`)."""
-    preset = config_lib.get_config(game, "gpu")
+    preset = presets.get_config(game, "gpu")
     overrides: dict[str, Any] = {"network.num_blocks": blocks, "network.num_channels": channels,
                                  "network.compute_dtype": dtype}
     if quick:

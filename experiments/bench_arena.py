@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from azjax import arena, evaluation, parallel
+from azjax import arena, evaluation, parallel, presets
 from azjax import config as config_lib
 from azjax.agent import Agent, load_agent, make_agent
 from azjax.networks import inference_fn, init_variables
@@ -114,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if args.run is not None:
         agent = load_agent(args.run)
     else:
-        config = config_lib.get_config(args.game, "cpu")
+        config = presets.get_config(args.game, "cpu")
         if args.quick:
             config = config_lib.with_overrides(config, QUICK)
         parts = make_components(config)

@@ -38,7 +38,7 @@ def bench_game(config: config_lib.Config, device_counts: list[int], repeats: int
     """One row per device count: the median iteration seconds and the compile seconds on `config`."""
     compiled, states, compile_s = {}, {}, {}
     for count in device_counts:
-        training.check_divisible(config, count)
+        training.check_splits(config, count)
         mesh = parallel.make_mesh(jax.devices()[:count]) if count > 1 else None
         run_state = training.init_run_state(config)
         run_state = training.shard_run_state(run_state, mesh) if mesh is not None else run_state

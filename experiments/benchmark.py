@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 
 from azjax import config as config_lib
-from azjax import interrupts
+from azjax import interrupts, presets
 
 
 def _cpu_model() -> str:
@@ -177,7 +177,7 @@ def _width(spec: str, title: str) -> int:
 
 def preset_config(game: str, preset: str, overrides: Sequence[str]) -> config_lib.Config:
     """A game's preset with command-line overrides, each "field=value" (`--set network.num_channels=64 ...`)."""
-    return config_lib.with_overrides(config_lib.get_config(game, preset),
+    return config_lib.with_overrides(presets.get_config(game, preset),
                                      dict(item.split("=", 1) for item in overrides))
 
 

@@ -45,6 +45,7 @@ from typing import Any
 import jax
 
 from azjax import config as config_lib
+from azjax import presets
 from azjax.solver import positions as positions_lib
 from azjax.text import counted
 
@@ -138,7 +139,7 @@ def variant_overrides(game: str, name: str, extra: dict[str, str]) -> dict[str, 
 
 def variant_config(game: str, preset: str, name: str, extra: dict[str, str]) -> config_lib.Config:
     """The validated config that variant `name` trains (raises ConfigError naming the field)."""
-    return config_lib.with_overrides(config_lib.get_config(game, preset), variant_overrides(game, name, extra))
+    return config_lib.with_overrides(presets.get_config(game, preset), variant_overrides(game, name, extra))
 
 
 def eval_minutes(num_variants: int, with_positions: bool) -> float:
@@ -295,7 +296,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     minutes = args.minutes if args.minutes is not None else default_minutes(len(names), with_positions)
     if not minutes > 0:
         parser.error(f"--minutes must be > 0, got {minutes}")
-    base = config_lib.with_overrides(config_lib.get_config(args.game, args.preset), extra)
+    base = config_lib.with_overrides(presets.get_config(args.game, args.preset), extra)
     eval_sims = base.search.num_simulations if args.eval_simulations is None else args.eval_simulations
     opening = args.opening_moves if args.opening_moves is not None else OPENING_MOVES.get(args.game,
                                                                                          DEFAULT_OPENING_MOVES)

@@ -19,6 +19,7 @@ import subprocess
 import sys
 
 import benchmark
+from benchmark import run_main
 
 HEAVY = ("orbax", "flask", "matplotlib", "tensorboardX", "tqdm", "azjax.solver", "azjax.trainer", "azjax.config")
 ROWS = (
@@ -50,11 +51,11 @@ def measure(statement: str, repeats: int) -> dict:
                 azjax_modules=runs[0]["azjax"], modules=runs[0]["modules"], heavy=runs[0]["heavy"])
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=7, help="fresh interpreters per row (default 7)")
     parser.add_argument("--json", default=None, help="also write the figures to this JSON file")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     table = benchmark.Table([("import", "28s"), ("seconds", "8.2f"), ("azjax modules", "13d"),
                              ("modules", "7d"), ("heavy ones loaded", "40s")])
     print(table.header())
@@ -73,4 +74,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    benchmark.run_main(main)
+    run_main(main)

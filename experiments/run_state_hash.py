@@ -21,7 +21,7 @@ import jax
 import numpy as np
 
 from azjax import config as config_lib
-from azjax import trainer
+from azjax import presets, trainer
 
 from benchmark import run_main
 
@@ -49,7 +49,7 @@ def tree_hash(tree) -> str:
 
 def run_state_after(game: str, iterations: int, seed: int = 0, preset: str = "cpu"):
     """The run state after `iterations` iterations of `game`'s preset, trained by `trainer.train` on one device."""
-    config = config_lib.with_overrides(config_lib.get_config(game, preset), {"num_iterations": iterations,
+    config = config_lib.with_overrides(presets.get_config(game, preset), {"num_iterations": iterations,
                                                                                "seed": seed})
     with tempfile.TemporaryDirectory() as run_dir:
         result = trainer.train(config, run_dir, eval_every=0, progress=False, num_devices=1,

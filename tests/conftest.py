@@ -18,6 +18,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "experiment
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "notebooks"))
 
 from azjax import config as config_lib
+from azjax import presets
 
 # Start jax's backend now, with the one CPU device it gives by default: `azjax train` and `azjax eval` would
 # otherwise make each core a device (XLA_FLAGS) when a test calls them first, and the tests' device count would
@@ -40,7 +41,7 @@ def tiny_overrides() -> dict:
 @pytest.fixture(scope="session")
 def tiny_config(tiny_overrides) -> config_lib.Config:
     """The tic-tac-toe CPU preset shrunk by `tiny_overrides`."""
-    return config_lib.with_overrides(config_lib.get_config("tic_tac_toe", "cpu"), tiny_overrides)
+    return config_lib.with_overrides(presets.get_config("tic_tac_toe", "cpu"), tiny_overrides)
 
 
 @pytest.fixture(scope="session")

@@ -295,15 +295,3 @@ def test_perfect_refuses_large_games():
     with pytest.raises(SpecError, match="small games such as tic_tac_toe") as error:
         bots.make_bot("perfect", games.make("othello"))
     assert "\n" not in str(error.value)
-
-
-def test_the_old_module_name_still_imports_with_a_deprecation_warning():
-    import subprocess
-    import sys
-
-    code = ("import warnings\nwith warnings.catch_warnings(record=True) as caught:\n"
-            "    warnings.simplefilter('always')\n    import azjax.agents as old\n"
-            "import azjax.bots as new\nassert old is new and old.make_bot\n"
-            "assert any(issubclass(w.category, DeprecationWarning) and 'azjax.bots' in str(w.message) for w in caught)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr

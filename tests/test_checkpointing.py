@@ -27,7 +27,7 @@ import pytest
 from tiny import TINY_OVERRIDES
 
 import azjax
-from azjax import checkpointing, cli, trainer, training
+from azjax import checkpointing, cli, presets, trainer, training
 from azjax import config as config_lib
 from azjax.training import RunState
 
@@ -47,7 +47,7 @@ TINY = {
 
 
 def run_config(num_iterations: int = 2 * N, **changes) -> config_lib.Config:
-    base = config_lib.get_config("tic_tac_toe", "cpu")
+    base = presets.get_config("tic_tac_toe", "cpu")
     return config_lib.with_overrides(base, {**TINY, "num_iterations": num_iterations, **changes})
 
 
@@ -161,7 +161,7 @@ def test_resume_keeps_structure_but_may_change_other_settings(runs, tmp_path):
     with pytest.raises(checkpointing.CheckpointError, match=r"network\.num_channels: 8 -> 16"):
         trainer.train(run_config(2 * N + 1, **{"network.num_channels": 16}), run_dir, progress=False, log=quiet)
     with pytest.raises(checkpointing.CheckpointError, match="game"):
-        checkpointing.CheckpointManager(run_dir).restore(config_lib.get_config("connect_four"))
+        checkpointing.CheckpointManager(run_dir).restore(presets.get_config("connect_four"))
     structural, other = checkpointing.compare_configs(run_config(), run_config(**{"train.learning_rate": 1e-4}))
     assert structural == [] and other == [f"train.learning_rate: {run_config().train.learning_rate} -> 0.0001"]
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 
+import azjax
 from azjax import config as config_lib
 from azjax import presets
 from azjax.config import (
@@ -17,12 +19,12 @@ from azjax.config import (
     SelfPlayConfig,
     TrainConfig,
     from_json,
-    get_config,
     to_json,
     with_overrides,
 )
+from azjax.presets import get_config
 
-PRESET_KEYS = sorted(config_lib.PRESETS)
+PRESET_KEYS = sorted(presets.PRESETS)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -58,27 +60,26 @@ def test_gpu_presets_are_larger_than_cpu_presets():
         assert gpu.train.batch_size > cpu.train.batch_size
 
 
-def test_presets_live_in_their_module_and_config_serves_them():
-    """azjax/presets.py holds the presets; `azjax.config` gives every one of them as before, validated."""
+def test_presets_live_in_their_module_above_the_config():
+    """azjax/presets.py holds the presets, validated; it imports azjax.config, which never imports it (no circle),
+    and `azjax.get_config` is its `get_config`."""
     for game, preset in presets.PRESETS:
-        config = config_lib.get_config(game, preset)
+        config = presets.get_config(game, preset)
         assert isinstance(config, Config) and config.validate() is config
-        assert config == presets.PRESETS[(game, preset)]() == presets.get_config(game, preset)
-        assert config_lib.preset_origin(game, preset) == f"{game}'s own {preset} preset"
-    assert config_lib.PRESETS is presets.PRESETS and config_lib.CPU_TRAIN is presets.CPU_TRAIN
-    assert config_lib.GPU_TRAIN is presets.GPU_TRAIN
-    assert config_lib.samples_per_played_position is presets.samples_per_played_position
-    assert config_lib.SAMPLES_PER_POSITION == presets.SAMPLES_PER_POSITION
-    assert config_lib.derived_preset("connect_four", "gpu") == presets.derived_preset("connect_four", "gpu")
-    with pytest.raises(AttributeError, match="NO_SUCH_NAME"):
-        _ = config_lib.NO_SUCH_NAME
+        assert config == presets.PRESETS[(game, preset)]()
+        assert presets.preset_origin(game, preset) == f"{game}'s own {preset} preset"
+    imports = [line for line in Path(config_lib.__file__).read_text().splitlines() if "import " in line]
+    assert imports and not any("presets" in line for line in imports), imports
+    assert azjax.get_config is presets.get_config
+    with pytest.raises(AttributeError, match="get_config"):
+        _ = config_lib.get_config
 
 
 @pytest.mark.parametrize(("cpu_game", "gpu_game"), [*PRESET_PAIRS, ("brandub", "brandub")])
 def test_gpu_presets_take_the_cpu_lessons(cpu_game, gpu_game):
     """CPU_TRAIN's training in larger batches, unfinished games kept, the CPU preset's random openings."""
     cpu, gpu = get_config(cpu_game, "cpu"), get_config(gpu_game, "gpu")
-    assert gpu.train == dataclasses.replace(config_lib.CPU_TRAIN, batch_size=gpu.train.batch_size,
+    assert gpu.train == dataclasses.replace(presets.CPU_TRAIN, batch_size=gpu.train.batch_size,
                                             num_sgd_steps=gpu.train.num_sgd_steps,
                                             replay_capacity=gpu.train.replay_capacity)
     assert gpu.selfplay.keep_unfinished and gpu.selfplay.opening_moves == cpu.selfplay.opening_moves
@@ -351,5 +352,5 @@ def test_every_preset_trains_the_measured_samples_per_played_position(game, pres
     config = get_config(game, preset)
     samples = config.train.num_sgd_steps * config.train.batch_size
     expected = 4 if config.selfplay.keep_unfinished else 2
-    assert config_lib.samples_per_played_position(config.selfplay) == expected
+    assert presets.samples_per_played_position(config.selfplay) == expected
     assert samples == expected * config.selfplay.num_games * config.selfplay.num_steps

@@ -18,19 +18,18 @@ import textwrap
 import jax
 import pytest
 
-from azjax import config as config_lib
-from azjax import parallel, trainer
+from azjax import parallel, presets, trainer
 from azjax.config import ConfigError
 
 _SCRIPT = textwrap.dedent(
     """
     import dataclasses, json, sys
     import jax, numpy as np
-    from azjax import bots, arena, config as config_lib, evaluation, games as games_lib, parallel, trainer
+    from azjax import bots, arena, config as config_lib, evaluation, games as games_lib, parallel, presets, trainer
 
     overrides, root = json.loads(sys.argv[1]), sys.argv[2]
     # With Reanalyse on, so that its search of replayed positions is split over the devices too.
-    config = config_lib.with_overrides(config_lib.get_config("tic_tac_toe", "cpu"),
+    config = config_lib.with_overrides(presets.get_config("tic_tac_toe", "cpu"),
                                        {**overrides, "num_iterations": 1, "train.reanalyse_positions": 16,
                                         "train.value_target_mix": 0.5})
     quiet = lambda _: None
@@ -140,8 +139,8 @@ def test_the_evaluator_splits_its_games_over_the_run_devices(two_device_runs):
 
 
 def test_devices_default_to_all_that_divide_the_batches(tiny_config):
-    assert trainer.choose_devices(tiny_config) == jax.devices()[:1]  # this process sees one CPU device
-    assert trainer.choose_devices(tiny_config, 1) == jax.devices()[:1]
+    assert trainer.run_devices(tiny_config) == jax.devices()[:1]  # this process sees one CPU device
+    assert trainer.run_devices(tiny_config, 1) == jax.devices()[:1]
 
 
 class _Device:
@@ -155,7 +154,7 @@ class _Device:
 )
 def test_the_default_layout_keeps_small_cpu_networks_on_one_device(game, platform, expected):
     """bench_layout.py measured tic-tac-toe's preset 2x faster on one CPU device, the others faster on two."""
-    config = config_lib.get_config(game, "cpu")
+    config = presets.get_config(game, "cpu")
     devices = [_Device(platform, 0), _Device(platform, 1)]
     chosen, reason = trainer.default_layout(config, devices)
     assert chosen == devices[:expected]
@@ -165,7 +164,7 @@ def test_the_default_layout_keeps_small_cpu_networks_on_one_device(game, platfor
 
 
 def test_the_split_threshold_sits_between_the_measured_presets():
-    macs = {game: trainer.evaluation_macs(config_lib.get_config(game, "cpu"), cells)
+    macs = {game: trainer.evaluation_macs(presets.get_config(game, "cpu"), cells)
             for game, cells in (("tic_tac_toe", 9), ("connect_four", 42), ("brandub", 49), ("othello6", 36))}
     larger = [value for game, value in macs.items() if game != "tic_tac_toe"]
     assert macs["tic_tac_toe"] < trainer.CPU_SPLIT_MIN_MACS < min(larger)
@@ -173,9 +172,9 @@ def test_the_split_threshold_sits_between_the_measured_presets():
 
 def test_asking_for_more_devices_than_there_are_names_the_flag(tiny_config):
     with pytest.raises(ConfigError, match="xla_force_host_platform_device_count=4"):
-        trainer.choose_devices(tiny_config, 4)
+        trainer.run_devices(tiny_config, 4)
     with pytest.raises(ConfigError, match="asked for 0"):
-        trainer.choose_devices(tiny_config, 0)
+        trainer.run_devices(tiny_config, 0)
 
 
 def test_expose_cpu_cores_sets_the_device_count_unless_the_user_did(monkeypatch):

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from azjax import arena, checkpointing, cli, evaluation, games, ratings, trainer
+from azjax import arena, checkpointing, cli, evaluation, games, presets, ratings, trainer
 from azjax import config as config_lib
 from azjax.arena import MatchResult
 
@@ -376,7 +376,7 @@ def test_connect_four_evaluation_judges_the_network_per_stratum(tiny_overrides):
     from azjax.solver import connect_four_sets
     from azjax.training import init_run_state
 
-    config = config_lib.with_overrides(config_lib.get_config("connect_four", "cpu"), tiny_overrides)
+    config = config_lib.with_overrides(presets.get_config("connect_four", "cpu"), tiny_overrides)
     variables = init_run_state(config).train_state.variables
     results = evaluation.make_evaluator(config, opponents=())(jax.random.key(0), variables)
     per_stratum = [results[f"eval/optimal_move_rate/{name}"] for name in connect_four_sets.STRATA]
@@ -388,7 +388,7 @@ def test_connect_four_evaluation_judges_the_network_per_stratum(tiny_overrides):
 def test_connect_four_evaluation_refuses_the_perfect_opponent():
     """The evaluation's games start from the empty board, where the solver takes minutes a move: it would stop
     training after a minute (SolveTimeout), so it is refused up front, saying why."""
-    config = config_lib.get_config("connect_four", "cpu")
+    config = presets.get_config("connect_four", "cpu")
     with pytest.raises(ValueError, match="empty board") as error:
         evaluation.make_evaluator(config, opponents=("random", " perfect"))
     assert "eval/optimal_move_rate" in str(error.value) and "--opening-moves 10" in str(error.value)

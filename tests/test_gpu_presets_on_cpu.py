@@ -14,7 +14,7 @@ import jax
 import pytest
 
 from azjax import config as config_lib
-from azjax import training
+from azjax import presets, training
 
 GPU_GAMES = ["tic_tac_toe", "connect_four", "gomoku", "othello", "brandub"]
 # 15-35 s each on 2 cores: the default suite takes Connect Four (the preset measured on an accelerator) and Brandub
@@ -25,7 +25,7 @@ DEFAULT = {"connect_four", "brandub"}
 @pytest.mark.parametrize("game", [game if game in DEFAULT else pytest.param(game, marks=pytest.mark.slow)
                                   for game in GPU_GAMES])
 def test_one_iteration_of_the_gpu_preset(game):
-    preset = config_lib.get_config(game, "gpu")
+    preset = presets.get_config(game, "gpu")
     steps = 2
     config = config_lib.with_overrides(preset, {
         "network.num_blocks": 1, "network.num_channels": 8, "network.value_hidden": 8,

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from azjax import config as config_lib
+from azjax import presets
 from azjax.config import Config, NetworkConfig, SearchConfig, SelfPlayConfig, TrainConfig
 
 # 1 x 8 network, 2 simulations, 16 games, SGD batches of 32: every variant shrunk alike (--set wins over them).
@@ -27,7 +27,7 @@ def test_every_variant_is_a_valid_config_that_trains_the_presets_samples(load_ex
                 config = sweep.variant_config(game, "gpu", name, {})
                 samples = config.train.num_sgd_steps * config.train.batch_size
                 played = config.selfplay.num_games * config.selfplay.num_steps
-                assert samples == config_lib.samples_per_played_position(config.selfplay) * played, (game, name)
+                assert samples == presets.samples_per_played_position(config.selfplay) * played, (game, name)
 
 
 def test_the_old_connect_four_variant_is_the_preset_measured_on_an_h200(load_experiment):

@@ -13,7 +13,7 @@ import jax
 import pytest
 
 from azjax import config as config_lib
-from azjax import evaluation, solver, trainer
+from azjax import evaluation, presets, solver, trainer
 from azjax.agent import make_agent
 
 
@@ -30,7 +30,7 @@ def _greedy_rate(agent, solution) -> float:
 
 def test_short_training_improves_the_optimal_move_rate(tmp_path, solution):
     config = config_lib.with_overrides(
-        config_lib.get_config("tic_tac_toe"),
+        presets.get_config("tic_tac_toe"),
         {"num_iterations": 15, "selfplay.num_games": 128, "selfplay.num_steps": 16, "search.num_simulations": 8},
     )
     result = trainer.train(config, tmp_path / "run", progress=False, log=lambda _: None)
@@ -42,7 +42,7 @@ def test_short_training_improves_the_optimal_move_rate(tmp_path, solution):
 
 @pytest.mark.slow
 def test_default_run_plays_tic_tac_toe_perfectly(tmp_path, solution):
-    config = config_lib.get_config("tic_tac_toe")
+    config = presets.get_config("tic_tac_toe")
     result = trainer.train(config, tmp_path / "run", progress=False, log=lambda _: None)
     agent = make_agent(config, result.run_state.train_state.variables)
     report = evaluation.solver_report(

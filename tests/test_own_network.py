@@ -21,7 +21,7 @@ from tiny import cli_args, run_cli
 
 import azjax
 from azjax import config as config_lib
-from azjax import games, networks, trainer
+from azjax import games, networks, presets, trainer
 
 ROOT = Path(__file__).resolve().parents[1]
 MLP = f"{ROOT / 'examples' / 'mlp_network.py'}:make_mlp"
@@ -134,7 +134,7 @@ def test_a_module_given_in_python_trains_resumes_and_loads(tmp_path, tiny_config
 
 def test_the_transformer_trains_an_iteration_of_connect_four(tmp_path, tiny_overrides):
     overrides = {**tiny_overrides, "network.module": TRANSFORMER, "num_iterations": 1, "selfplay.num_steps": 4}
-    config = config_lib.with_overrides(config_lib.get_config("connect_four"), overrides)
+    config = config_lib.with_overrides(presets.get_config("connect_four"), overrides)
     result = trainer.train(config, tmp_path / "run", progress=False, eval_every=0, num_devices=1, log=quiet)
     assert int(result.run_state.iteration) == 1
     params = result.run_state.train_state.params

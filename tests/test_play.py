@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from azjax import bots, checkpointing, cli, games, play
+from azjax import bots, checkpointing, cli, games, play, presets
 from azjax import config as config_lib
 from azjax.bots import Analysis
 from azjax.training import init_run_state
@@ -195,7 +195,7 @@ def test_a_games_name_plays_its_shipped_agent_named_as_such(monkeypatch, capsys)
                                        ["--game", "nosuchmodule:make_it"], ["nosuchmodule:make_it"]])
 def test_a_missing_game_module_is_advised_on_once(arguments, tmp_path, capsys):
     """A run whose config names a game module that is not importable here, or that module named directly."""
-    config = json.loads(config_lib.to_json(config_lib.get_config("tic_tac_toe")))
+    config = json.loads(config_lib.to_json(presets.get_config("tic_tac_toe")))
     (tmp_path / "config.json").write_text(json.dumps(dict(config, game="nosuchmodule:make_it")))
     assert cli.main(["play", *(str(tmp_path) if a == "RUN" else a for a in arguments)]) == 2
     err = capsys.readouterr().err
@@ -250,7 +250,7 @@ def test_a_searching_agent_shows_the_move_it_plays_first(tiny_overrides):
     from azjax.agent import make_agent
     from azjax.networks import init_variables, make_network
 
-    config = config_lib.with_overrides(config_lib.get_config("connect_four"), {**tiny_overrides,
+    config = config_lib.with_overrides(presets.get_config("connect_four"), {**tiny_overrides,
                                                                                "search.num_simulations": 8})
     game, num_positions = games.make("connect_four"), 64
     network = make_network(config.network, game.num_actions)

@@ -43,7 +43,7 @@ def test_labelling_writes_his_positions_with_every_moves_outcome(tmp_path):
     for line, row in zip(moves, outcomes, strict=True):
         assert row.tolist() == solver.move_scores(line, weak=True).tolist()
     assert not list((tmp_path / "out").glob("*.partial"))
-    labelled = sets.load(tmp_path / "out", ("middle-easy", "end-easy"))
+    labelled = positions.load_connect_four_sets(tmp_path / "out", ("middle-easy", "end-easy"))
     assert labelled.strata == ("middle-easy", "end-easy") and labelled.num_positions == 4
 
 

@@ -220,5 +220,5 @@ def test_a_damaged_set_file_names_itself_and_the_command(tmp_path, damage, messa
         lines[5] = f"{moves} {score} {outcomes[:column]}.{outcomes[column + 1:]}"
         path.write_text("\n".join(lines) + "\n")
     with pytest.raises(ValueError, match=message) as error:
-        sets.load(tmp_path / "sets")
+        positions.load_connect_four_sets(tmp_path / "sets", sets.STRATA)
     assert "middle-easy.txt" in str(error.value) and sets.REGENERATE in str(error.value)

@@ -17,7 +17,7 @@ from flax import serialization
 from tiny import cli_args
 
 import azjax
-from azjax import arena, bots, checkpointing, cli, config, games, pretrained, rundir, trainer, training
+from azjax import arena, bots, checkpointing, cli, config, games, presets, pretrained, rundir, trainer, training
 from azjax.games import registry
 
 pytestmark = [pytest.mark.usefixtures("persistent_compile_cache"),
@@ -81,7 +81,7 @@ def test_damaged_or_misfitting_weights_are_refused(shipped):
     with pytest.raises(checkpointing.CheckpointError, match="does not match its model card's checksum"):
         pretrained.restore("pretrained:tic_tac_toe")
     # Whole and checksummed, but the arrays of another network (the preset's, wider than the TINY config's).
-    template = pretrained.model_template(config.get_config("tic_tac_toe"))
+    template = pretrained.model_template(presets.get_config("tic_tac_toe"))
     new = serialization.msgpack_serialize(jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), template))
     path.write_bytes(new)
     card_path = shipped / "tic_tac_toe" / pretrained.CARD_FILE
@@ -173,7 +173,7 @@ def test_init_from_fits_the_preset_to_its_source_and_keeps_what_the_options_set(
         args = cli.build_parser().parse_known_args(["train", "--init-from", str(run), *cli_args(plain), *extra])[0]
         return cli._config_from_args(args)
 
-    preset = config.get_config("tic_tac_toe")
+    preset = presets.get_config("tic_tac_toe")
     assert preset.network != source.network  # the TINY run's network is not the preset's
     fitted, origin = config_of()
     assert fitted.network == source.network
@@ -201,7 +201,7 @@ def test_a_warm_started_run_plays_as_well_as_its_source_after_one_iteration(tmp_
     warm_start_config."""
     source = pretrained.restore("pretrained:tic_tac_toe")[0]
     assert pretrained.card("tic_tac_toe")["strength"][0]["result"]["network"]["optimal_move_rate"] == 1.0
-    preset = config.with_overrides(config.get_config("tic_tac_toe"), {"num_iterations": 1})
+    preset = config.with_overrides(presets.get_config("tic_tac_toe"), {"num_iterations": 1})
     fitted, _ = trainer.warm_start_config(preset, source)
     result = trainer.train(fitted, tmp_path / "warm", init_from="pretrained:tic_tac_toe", eval_every=1,
                            eval_opponents=("random",), progress=False, log=lambda _: None)
@@ -235,7 +235,7 @@ def test_a_network_of_an_older_observation_reads_the_planes_it_was_trained_on():
     match = arena.play(jax.random.key(0), today, bots.greedy_bot(agent), bots.random_bot(), 8, opening_moves=1)
     assert match.score >= 0.9, match
     # A new run observes today's planes; one started from the agent, the agent's (the command line's choice wins).
-    preset = config.get_config("connect_four")
+    preset = presets.get_config("connect_four")
     assert preset.observation_version is None and preset.make_game().observation_shape == (6, 7, 5)
     fitted, changes = trainer.warm_start_config(preset, agent.config)
     assert fitted.observation_version == 1 and any("observation_version=1" in line for line in changes)

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from azjax import config as config_lib
-from azjax import evaluation
+from azjax import evaluation, presets
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
 
@@ -18,8 +17,8 @@ def flat(text: str) -> str:
 
 
 def test_the_derived_cpu_preset_is_as_the_readme_says():
-    small = config_lib.derived_preset("tic_tac_toe")  # 9 cells, 9 actions
-    large = config_lib.derived_preset("gomoku")  # 225 cells
+    small = presets.derived_preset("tic_tac_toe")  # 9 cells, 9 actions
+    large = presets.derived_preset("gomoku")  # 225 cells
     net = small.network
     sentence = (f"a {net.num_blocks} x {net.num_channels} network, {small.search.num_simulations} simulations "
                 f"({large.search.num_simulations} on boards of more than 64 cells, as pgx:go_9x9), "
@@ -30,7 +29,7 @@ def test_the_derived_cpu_preset_is_as_the_readme_says():
 
 def test_the_go_example_is_a_board_of_more_than_64_cells():
     pytest.importorskip("pgx")
-    assert config_lib.derived_preset("pgx:go_9x9").search.num_simulations == 32
+    assert presets.derived_preset("pgx:go_9x9").search.num_simulations == 32
 
 
 def test_the_default_evaluation_is_as_the_readme_says():

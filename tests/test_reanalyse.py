@@ -172,7 +172,7 @@ def test_bad_reanalyse_settings_are_named(tiny_config, overrides, message):
 def test_reanalysed_positions_must_split_over_the_devices(config):
     odd = config_lib.with_overrides(config, {"train.reanalyse_positions": 7})
     with pytest.raises(ConfigError, match=r"train\.reanalyse_positions"):
-        training.check_divisible(odd, 2)
+        training.check_splits(odd, 2)
 
 
 def test_turning_reanalyse_on_changes_a_checkpoints_layout(tiny_config, config):

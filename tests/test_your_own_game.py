@@ -19,7 +19,7 @@ import pytest
 from tiny import TINY_OVERRIDES
 
 from azjax import agent as agent_lib
-from azjax import checkpointing, games
+from azjax import checkpointing, games, presets
 from azjax import config as config_lib
 from azjax.games import registry
 
@@ -116,11 +116,11 @@ def on_path(monkeypatch):
 def test_a_source_is_imported_and_its_registered_presets_apply(on_path):
     game = games.make("hex5:make_hex5")
     assert game.name == "hex5" and game.num_actions == 25
-    config = config_lib.get_config("hex5:make_hex5", "cpu")
+    config = presets.get_config("hex5:make_hex5", "cpu")
     assert config.game == "hex5:make_hex5"
     assert config.num_iterations == 60 and config.selfplay.opening_moves == 2  # the registered overrides
     assert config.network.num_blocks == 2 and config.search.num_simulations == 16  # on the derived preset
-    origin = config_lib.preset_origin("hex5:make_hex5")
+    origin = presets.preset_origin("hex5:make_hex5")
     assert "registered with hex5:make_hex5" in origin
     assert "60 iterations" in origin and "100 iterations" not in origin  # what the run trains, not the derived
 
@@ -162,24 +162,24 @@ def test_installed_packages_offer_games_through_entry_points(on_path, monkeypatc
     monkeypatch.setattr(registry, "_entry_points", lambda: {"hex5_installed": offered})
     assert "hex5_installed" in games.names()
     assert games.make("hex5_installed").name == "hex5"
-    assert config_lib.get_config("hex5_installed").num_iterations == 60  # the module registered presets
+    assert presets.get_config("hex5_installed").num_iterations == 60  # the module registered presets
 
 
 def test_a_game_without_presets_gets_one_derived_from_its_sizes(monkeypatch):
     monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
     games.register("big_actions", lambda: dataclasses.replace(games.make("connect_four"), num_actions=7))
-    cpu, gpu = config_lib.get_config("big_actions", "cpu"), config_lib.get_config("big_actions", "gpu")
+    cpu, gpu = presets.get_config("big_actions", "cpu"), presets.get_config("big_actions", "gpu")
     assert (cpu.network.num_blocks, cpu.search.num_simulations, cpu.selfplay.num_games) == (2, 16, 128)
     assert (gpu.network.num_channels, gpu.selfplay.num_games, gpu.network.compute_dtype) == (128, 2048, "bfloat16")
     assert cpu.train.replay_capacity >= cpu.selfplay.num_games * (cpu.selfplay.num_steps + 42)
-    # The CPU training measured on three games (config.CPU_TRAIN) with unfinished games kept, 4 samples per played
+    # The CPU training measured on three games (presets.CPU_TRAIN) with unfinished games kept, 4 samples per played
     # position; the derived GPU preset keeps the earlier GPU presets' training (measured on no accelerator): dropped, 2.
     assert cpu.train.lr_schedule == "cosine" and cpu.train.value_target_mix == 0.5 and cpu.selfplay.keep_unfinished
     assert cpu.train.num_sgd_steps * cpu.train.batch_size == 4 * cpu.selfplay.num_games * cpu.selfplay.num_steps
     assert gpu.train.lr_schedule == "constant" and not gpu.selfplay.keep_unfinished
     assert gpu.train.num_sgd_steps * gpu.train.batch_size == 2 * gpu.selfplay.num_games * gpu.selfplay.num_steps
-    assert "no cpu preset of its own, so one derived from its sizes" in config_lib.preset_origin("big_actions")
-    assert config_lib.preset_origin("connect_four") == "connect_four's own cpu preset"
+    assert "no cpu preset of its own, so one derived from its sizes" in presets.preset_origin("big_actions")
+    assert presets.preset_origin("connect_four") == "connect_four's own cpu preset"
     with pytest.raises(ValueError, match="unknown preset names"):
         games.register("bad_presets", lambda: games.make("connect_four"), presets={"tpu": {}})
 

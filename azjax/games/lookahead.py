@@ -75,17 +75,6 @@ def flatten(states: State) -> State:
     return jax.tree.map(lambda x: x.reshape(math.prod(batch), *x.shape[len(batch):]), states)
 
 
-def winning_moves(game: Game, states: State, *, chunk: int | None = None) -> jax.Array:
-    """bool [B, A]: the legal moves that end the game with a win for the player who makes them."""
-    mover = states.current_player[:, None, None]  # [B, 1, 1]
-
-    def wins(children: State, actions: jax.Array) -> jax.Array:
-        reward = jnp.take_along_axis(children.rewards, mover, axis=2)[..., 0]  # [B, C], for the mover
-        return children.terminated & (reward > 0)
-
-    return map_legal_moves(game, states, wins, fill=False, chunk=chunk)
-
-
 def ending_moves(game: Game, states: State, *, chunk: int | None = None) -> jax.Array:
     """bool [B, A]: the legal moves after which the game is over (won, lost or drawn)."""
     return map_legal_moves(game, states, lambda children, actions: children.terminated, fill=False, chunk=chunk)

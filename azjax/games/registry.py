@@ -46,7 +46,7 @@ class GameNotFoundError(ValueError):
 @dataclasses.dataclass(frozen=True)
 class _Entry:
     factory: Callable[..., Game]
-    presets: Mapping[str, Any]  # "cpu" / "gpu" -> a Config, or a dict of config overrides (see config.get_config)
+    presets: Mapping[str, Any]  # "cpu" / "gpu" -> a Config, or a dict of config overrides (see presets.get_config)
 
 
 _REGISTRY: dict[str, _Entry] = {}
@@ -70,7 +70,7 @@ def register(
       factory: a callable taking the game's options as keyword arguments and returning a `Game`.
       presets: the game's own presets by preset name ("cpu", "gpu"): each an `azjax.config.Config`, or a dict of
         config overrides (e.g. {"search.num_simulations": 16}) applied to the preset derived from the game's
-        sizes. Presets not given are derived (`azjax.config.derived_preset`).
+        sizes. Presets not given are derived (`azjax.presets.derived_preset`).
       overwrite: replace a game already registered under `name` by another factory (otherwise that is an error;
         the same factory defined again, as when its module is imported anew or a notebook cell rerun, replaces it).
     """

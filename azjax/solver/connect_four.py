@@ -43,7 +43,6 @@ _TABLE_SIZE = 8_388_593  # a prime; the table takes ~80 MB (key, lower and upper
 # zeros would hold the empty board with the bounds (0, 0) of a draw.
 _EMPTY_KEY = _U(2**64 - 1)
 _NO_BOUND = 100  # beyond any score: an entry without a lower (upper) bound holds -100 (+100)
-_CHECK_EVERY = 1 << 16  # nodes between checks of the deadline
 
 
 # --------------------------------------------------------------------------------------------------------------

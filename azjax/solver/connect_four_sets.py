@@ -25,7 +25,8 @@ So the labelling runs in the background, a set's positions from the most stones 
 positions with fewer than `LEAF_STONES` stones are worked out from their children's (`_Outcomes`), searches of
 at most minutes that positions and mirror images share, and it resumes where it stopped: each set's `.partial`
 file keeps the positions labelled, its `.values` file every outcome found. A set's `.txt` is written once all of
-its positions are labelled, and `positions.load("connect_four", "pons")` judges on the sets written so far.
+its positions are labelled, and `positions.load("connect_four", "pons")` judges on the sets written so far. This
+module reads and writes the sets; azjax/solver/positions.py, which imports it, makes labelled positions of them.
 """
 
 from __future__ import annotations
@@ -425,13 +426,11 @@ def read(path: pathlib.Path) -> tuple[list[list[int]], np.ndarray, np.ndarray]:
     return moves, np.array(scores, np.int8), np.array(outcomes, np.int8).reshape(-1, c4.WIDTH)
 
 
-def load(directory: pathlib.Path = DATA_DIR, strata: tuple[str, ...] = STRATA):
-    """The sets `strata` (default all six) as `positions.LabelledPositions`, checked against the game: every
-    position is reached by its moves without the game ending, and its legal columns are those the file marks."""
-    from azjax import games
-    from azjax.solver import positions
-
-    game = games.make("connect_four")
+def read_sets(directory: pathlib.Path = DATA_DIR, strata: tuple[str, ...] = STRATA
+              ) -> tuple[list[list[int]], np.ndarray, np.ndarray, np.ndarray]:
+    """The sets `strata` (default all six) of `directory`, in order: every position's moves, its score int8 [N],
+    its columns' outcomes int8 [N, 7] (`connect_four.ILLEGAL` for a full column) and its set's index int32 [N]
+    (`positions.load("connect_four")` turns them into labelled positions)."""
     all_moves, scores, outcomes, stratum = [], [], [], []
     for index, name in enumerate(strata):
         moves, set_scores, set_outcomes = read(directory / f"{name}.txt")
@@ -439,29 +438,7 @@ def load(directory: pathlib.Path = DATA_DIR, strata: tuple[str, ...] = STRATA):
         scores.append(set_scores)
         outcomes.append(set_outcomes)
         stratum.append(np.full(len(moves), index, np.int32))
-    states = positions.states_from_moves(game, all_moves)
-    raw = np.concatenate(outcomes)
-    # LabelledPositions marks a full column with its own ILLEGAL, not the solver's score (-128): can_err and
-    # every other consumer test for that one value.
-    action_outcomes = np.where(raw == c4.ILLEGAL, positions.ILLEGAL, raw).astype(np.int8)
-    legal = np.asarray(states.legal_action_mask)
-    mismatch = np.flatnonzero(
-        np.asarray(states.terminated) | (legal != (action_outcomes != positions.ILLEGAL)).any(1))
-    if mismatch.size:
-        row = int(mismatch[0])
-        name = strata[int(np.concatenate(stratum)[row])]
-        raise ValueError(
-            f"{directory / (name + '.txt')}: the position {moves_text(all_moves[row])} does not "
-            f"fit the game (it ends, or its legal columns differ from the file's); regenerate the sets with "
-            f"`{REGENERATE}`"
-        )
-    return positions.LabelledPositions(
-        states=states,
-        action_outcomes=action_outcomes,
-        stratum=np.concatenate(stratum),
-        strata=tuple(strata),
-        scores=np.concatenate(scores),
-    )
+    return all_moves, np.concatenate(scores), np.concatenate(outcomes), np.concatenate(stratum)
 
 
 def pons_strata(directory: pathlib.Path = PONS_DIR) -> tuple[str, ...]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import pathlib
 from collections.abc import Callable, Sequence
 
 import jax
@@ -181,7 +182,7 @@ def _tic_tac_toe() -> LabelledPositions:
 def _connect_four() -> LabelledPositions:
     from azjax.solver import connect_four_sets
 
-    return connect_four_sets.load()
+    return load_connect_four_sets(connect_four_sets.DATA_DIR, connect_four_sets.STRATA)
 
 
 def _connect_four_pons() -> LabelledPositions:
@@ -191,7 +192,31 @@ def _connect_four_pons() -> LabelledPositions:
     if not strata:
         raise ValueError(f"no set of Pascal Pons's is labelled in {connect_four_sets.PONS_DIR} yet: label them with "
                          f"`{connect_four_sets.PONS_LABEL}`")
-    return connect_four_sets.load(connect_four_sets.PONS_DIR, strata)
+    return load_connect_four_sets(connect_four_sets.PONS_DIR, strata)
+
+
+def load_connect_four_sets(directory: pathlib.Path, strata: tuple[str, ...]) -> LabelledPositions:
+    """Connect Four's sets `strata` in `directory` as labelled positions, checked against the game: every position
+    is reached by its moves without the game ending, and its legal columns are those the file marks."""
+    from azjax import games
+    from azjax.solver import connect_four as c4
+    from azjax.solver import connect_four_sets
+
+    all_moves, scores, raw, stratum = connect_four_sets.read_sets(directory, strata)
+    states = states_from_moves(games.make("connect_four"), all_moves)
+    # A full column is marked with this module's ILLEGAL, not the solver's score (-128): can_err and every other
+    # consumer test for that one value.
+    action_outcomes = np.where(raw == c4.ILLEGAL, ILLEGAL, raw).astype(np.int8)
+    legal = np.asarray(states.legal_action_mask)
+    mismatch = np.flatnonzero(np.asarray(states.terminated) | (legal != (action_outcomes != ILLEGAL)).any(1))
+    if mismatch.size:
+        row = int(mismatch[0])
+        raise ValueError(
+            f"{directory / (strata[int(stratum[row])] + '.txt')}: the position "
+            f"{connect_four_sets.moves_text(all_moves[row])} does not fit the game (it ends, or its legal columns "
+            f"differ from the file's); regenerate the sets with `{connect_four_sets.REGENERATE}`")
+    return LabelledPositions(states=states, action_outcomes=action_outcomes, stratum=stratum, strata=tuple(strata),
+                             scores=scores)
 
 
 register("tic_tac_toe", _tic_tac_toe)

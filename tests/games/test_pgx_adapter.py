@@ -17,7 +17,7 @@ import pytest
 import rules_harness as harness
 
 from azjax import config as config_lib
-from azjax import games
+from azjax import games, presets
 from azjax.games import check_game, from_pgx, make
 from azjax.games.pgx_adapter import SUPPORTED_ENVS
 
@@ -225,7 +225,7 @@ def test_pgx_names_are_known_and_validate() -> None:
     for env_id in SUPPORTED_ENVS:
         assert games.is_known(f"pgx:{env_id}")
     assert games.is_known("brandub") and not games.is_known("pgx:backgammon") and not games.is_known("chess")
-    config = config_lib.with_overrides(config_lib.get_config("pgx:tic_tac_toe"), {"selfplay.num_games": 8})
+    config = config_lib.with_overrides(presets.get_config("pgx:tic_tac_toe"), {"selfplay.num_games": 8})
     assert config.game == "pgx:tic_tac_toe"
     with pytest.raises(config_lib.ConfigError, match=r"pgx:<env_id>"):
         config_lib.Config(game="pgx:backgammon").validate()
@@ -235,7 +235,7 @@ def test_pgx_names_are_known_and_validate() -> None:
 def test_a_training_iteration_runs(pgx, tiny_overrides) -> None:
     from azjax import training
 
-    config = config_lib.with_overrides(config_lib.get_config("pgx:tic_tac_toe"), tiny_overrides)
+    config = config_lib.with_overrides(presets.get_config("pgx:tic_tac_toe"), tiny_overrides)
     run_state = training.init_run_state(config)
     iteration = jax.jit(training.make_train_iteration(config), donate_argnums=0)
     run_state, metrics = iteration(run_state)

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 from flax import linen as nn
 
-from azjax import checkpointing, games
+from azjax import exports, games
 from azjax.config import Config, SearchConfig
 from azjax.networks import inference_fn, network_of, outcome_probabilities
 from azjax.search import evaluate_states, make_search_fn
@@ -125,9 +125,9 @@ def load_agent(run_dir: str | Path, *, iteration: int | None = None, best_metric
       network: the module the run trained, where it was given to `train` in Python rather than recorded in the
         config (`--network MODULE:FACTORY` is, and is built again from it).
     Raises:
-      checkpointing.CheckpointError: the directory, its config or the checkpoint asked for cannot be used (the
+      rundir.CheckpointError: the directory, its config or the checkpoint asked for cannot be used (the
         message says which and what to do).
     """
-    config, variables = checkpointing.restore_model(Path(run_dir), iteration=iteration, best_metric=best_metric,
-                                                    network=network)
+    config, variables = exports.restore_model(Path(run_dir), iteration=iteration, best_metric=best_metric,
+                                              network=network)
     return make_agent(config, variables, network)

@@ -1,4 +1,4 @@
-"""Orbax checkpoints of a run and of exported models, with the config as readable JSON beside them.
+"""Orbax checkpoints of a run, with the config as readable JSON beside them, and resuming from them.
 
 A run directory (`azjax train --out DIR`; its own files, config.json and metrics.jsonl, in `azjax.rundir`)::
 
@@ -12,28 +12,24 @@ A run directory (`azjax train --out DIR`; its own files, config.json and metrics
         trees/                  with search.reuse_tree: each game's search tree (a cache: restored when the
                                 search settings still fit it, otherwise the games go on with empty trees)
         meta/                   JSON: the config and that iteration's metrics
-        manifest.json           the size and CRC-32 of every file above
+        manifest.json           the size and CRC-32 of every file above (`azjax.manifest`)
 
-An export directory (`azjax export RUN_DIR OUT`) holds `config.json`, `export.json` (where it came from and its
-metrics), `model/` and `manifest.json`. `restore_model` loads either kind, as do `azjax.load_agent`, `azjax eval`
-and `azjax play`.
+A checkpoint resumes under a config that names the same run and keeps its arrays' layout (`check_resumable`;
+`azjax.compatibility` says which fields do). Exports of one checkpoint, and loading a network from a run, an export
+or a shipped agent, are `azjax.exports`.
 
-Every write is atomic: a checkpoint or export is written under a temporary name and renamed into place once
-complete (with its manifest), and JSON files likewise, so a process killed mid-write leaves the previous
-checkpoint loadable. Reads check the files they need against the manifest before orbax opens them, so a truncated
-or damaged file is a clear error, never silently wrong weights. Nothing is pickled: loading a checkpoint cannot
-run code. Any problem with a directory, config or checkpoint raises `CheckpointError`, whose message says what is
-wrong and what to do.
+Every write is atomic: a checkpoint is written under a temporary name and renamed into place once complete (with
+its manifest), and JSON files likewise, so a process killed mid-write leaves the previous checkpoint loadable.
+Reads check the files they need against the manifest before orbax opens them, so a truncated or damaged file is a
+clear error, never silently wrong weights. Nothing is pickled: loading a checkpoint cannot run code. Any problem
+with a directory, config or checkpoint raises `CheckpointError`, whose message says what is wrong and what to do.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
-import os
 import shutil
-import zlib
 from pathlib import Path
 
 import jax
@@ -43,61 +39,33 @@ import orbax.checkpoint as ocp
 
 from azjax import config as config_lib
 from azjax import parallel, pretrained, tree_reuse
-from azjax.rundir import CONFIG_FILE, CheckpointError, fsync_dir, game_unavailable, read_config, read_versioned_json
-from azjax.rundir import fit_observation as fit_observation  # re-exported: where loaders set a saved version
-from azjax.rundir import metrics_path as metrics_path  # re-exported: the run directory's files
-from azjax.rundir import read_metrics as read_metrics
-from azjax.rundir import truncate_metrics as truncate_metrics
-from azjax.rundir import write_config as write_config
+from azjax.compatibility import compare_configs, split_run_state
+from azjax.manifest import verify_files, write_manifest
+from azjax.rundir import CONFIG_FILE, CheckpointError, fit_observation, fsync_dir, game_unavailable, read_config
+from azjax.text import first_line
 from azjax.training import RunState, init_run_state
 
 CHECKPOINT_DIR = "checkpoints"
-EXPORT_FILE = "export.json"
-MANIFEST_FILE = "manifest.json"
 CHECKPOINT_FORMAT = "azjax-checkpoint"
-EXPORT_FORMAT = "azjax-export"
 FORMAT_VERSION = 2  # 2: positions awaiting their game's end (replay readiness, pending), time progress, adamw
 RESUMABLE_VERSION = 2  # older checkpoints still load their network (eval, play, export), but cannot resume
 # The metric whose highest value marks the best checkpoint, kept beside the last k. A run that never logs it
 # keeps the last k only.
 DEFAULT_BEST_METRIC = "eval/score"
-# Config fields that name a run: it resumes only with the same values. Any other field may change on resume as
-# long as the checkpoint's arrays keep their layout (`compare_configs`).
-IDENTITY_FIELDS = ("game", "seed", "network.module")
 
-_TEMPORARY_MARKERS = (".orbax-checkpoint-tmp", ".deleting", ".tmp-", ".staging")
+# What a killed save, delete or export leaves behind (never a complete checkpoint or export).
+TEMPORARY_MARKERS = (".orbax-checkpoint-tmp", ".deleting", ".tmp-", ".staging")
 _REPLACED = ".replaced"  # a checkpoint set aside while a save replaces it (`CheckpointManager.save`)
 
 
 # ------------------------------------------------------------------------------------------------------------
-# Configs of checkpoints
-
-
-def compare_configs(saved: config_lib.Config, requested: config_lib.Config) -> tuple[list[str], list[str]]:
-    """The fields that differ between a checkpoint's config and a requested one, as "name: saved -> requested".
-
-    Returns (structural, other). Structural differences make the checkpoint unusable with `requested`: a field
-    that names the run (`IDENTITY_FIELDS`), or one that changes the layout of the checkpoint's arrays (tree
-    structure, shapes or dtypes of `checkpoint_layout`: the network's architecture, the number of games, the
-    replay capacity, the optimizer, the replay's reply targets and surprise, ...). Where the layouts differ, the
-    fields that change it on their own are named, else every differing one. The others (learning rate, search
-    settings, compute dtype, ...) only change how training goes on. The number of iterations is not reported: a
-    run may always be extended. Traces both configs' initialisation (no compilation, no arrays).
-    """
-    old, new = _flatten(config_lib.to_dict(saved)), _flatten(config_lib.to_dict(requested))
-    changed = [name for name in sorted(old.keys() | new.keys())
-               if name != "num_iterations" and old.get(name) != new.get(name)]
-    structural = {name for name in changed if name in IDENTITY_FIELDS}
-    if changed and not structural and not _same_layout(saved, requested):
-        structural = {name for name in changed if not _same_layout(saved, _with_field(saved, name, new[name]))}
-        structural = structural or set(changed)  # no single field explains it: name them all
-    lines = {name: f"{name}: {old.get(name)!r} -> {new.get(name)!r}" for name in changed}
-    return ([lines[n] for n in changed if n in structural], [lines[n] for n in changed if n not in structural])
+# What a checkpoint records and resumes under
 
 
 def check_resumable(saved: config_lib.Config, requested: config_lib.Config, run_dir: Path, step: int) -> list[str]:
     """Raises CheckpointError unless the checkpoint of iteration `step` in `run_dir`, saved with `saved`, can go
-    on as `requested` (`compare_configs`); returns the other differences, as "name: saved -> requested"."""
+    on as `requested` (`compatibility.compare_configs`); returns the other differences, as "name: saved ->
+    requested"."""
     structural, other = compare_configs(saved, requested)
     if structural:
         raise CheckpointError(
@@ -109,30 +77,10 @@ def check_resumable(saved: config_lib.Config, requested: config_lib.Config, run_
     return other
 
 
-def checkpoint_layout(config: config_lib.Config):
-    """The structure, shapes and dtypes of the arrays a checkpoint of `config` holds (its "model" and "run"
-    items, as jax.ShapeDtypeStruct), without computing them. Kept search trees are not part of it: they are a
-    cache, restored only where they fit."""
-    return jax.eval_shape(lambda: _split(init_run_state(config)))
-
-
-def _same_layout(a: config_lib.Config, b: config_lib.Config) -> bool:
-    try:
-        layouts = checkpoint_layout(a), checkpoint_layout(b)
-    except config_lib.ConfigError:
-        return False  # `b` is one field of a config swapped into another's, invalid on its own: not alike
-    # The tree structures as text: jaxlib's type stubs leave PyTreeDef's own == untyped.
-    left, right = ((str(treedef), [(x.shape, x.dtype) for x in leaves])
-                   for leaves, treedef in map(jax.tree_util.tree_flatten, layouts))
-    return left == right
-
-
-def _with_field(config: config_lib.Config, name: str, value) -> config_lib.Config:
-    """`config` with the dotted field `name` set to `value`, unvalidated."""
-    section, _, field = name.rpartition(".")
-    if not section:
-        return dataclasses.replace(config, **{field: value})
-    return dataclasses.replace(config, **{section: dataclasses.replace(getattr(config, section), **{field: value})})
+def observation_version(config: config_lib.Config) -> int:
+    """The observation version that `config`'s network reads (its `observation_version`, or its game's current
+    one: `Game.observation_version`): what a checkpoint records beside it."""
+    return config.make_game().observation_version
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -166,6 +114,22 @@ class CheckpointManager:
         steps = self.steps()
         return steps[-1] if steps else None
 
+    def resolve(self, step: int | None) -> int:
+        """The iteration `step` (None: the latest), once a checkpoint of it is there; else CheckpointError."""
+        steps = self.steps()
+        if not steps:
+            raise CheckpointError(
+                f"{self.run_dir} has no checkpoint yet; train longer (checkpoints are written every "
+                "--checkpoint-every iterations and when training stops) or pass another run directory"
+            )
+        if step is None:
+            return steps[-1]
+        if step not in steps:
+            raise CheckpointError(
+                f"{self.run_dir} has no checkpoint of iteration {step}; it has {', '.join(map(str, steps))}"
+            )
+        return step
+
     def best_step(self) -> int | None:
         """The checkpoint with the highest `best_metric` (the newest of equals), or None if none has it."""
         scored = [(value, step) for step in self.steps() if (value := self._score(step)) is not None]
@@ -183,7 +147,7 @@ class CheckpointManager:
         """The JSON saved with a checkpoint: format, iteration, config and metrics ({} if absent)."""
         if step not in self._meta:
             path = self._step_dir(step) / "meta" / "metadata"
-            _verify_files(self._step_dir(step), ("meta",), lambda why: self._unreadable(step, why), required=False)
+            verify_files(self._step_dir(step), ("meta",), lambda why: self._unreadable(step, why), required=False)
             if not path.is_file():
                 return {}  # a checkpoint written before checkpoints carried their config and a manifest
             try:
@@ -240,7 +204,7 @@ class CheckpointManager:
         path = self._step_dir(step)
         if path.exists() and not replace:
             raise CheckpointError(f"{path} already exists; iteration {step} is already saved")
-        model, run = _split(run_state)
+        model, run = split_run_state(run_state)
         if not _all_finite((model, run.get("trained"))):  # the trained weights too, where the model is an average
             raise CheckpointError(
                 f"not saving iteration {step}: the network's parameters are not finite (the last good checkpoint, "
@@ -269,7 +233,7 @@ class CheckpointManager:
         with ocp.Checkpointer(ocp.CompositeCheckpointHandler()) as checkpointer:
             checkpointer.save(staging.absolute(), args=args)
         if primary:
-            _write_manifest(staging)
+            write_manifest(staging)
             replaced = path.with_name(f".{step}{_REPLACED}")
             if path.exists():  # set aside, not deleted, until the new one is in place (`_remove_temporaries`)
                 shutil.rmtree(replaced, ignore_errors=True)
@@ -286,7 +250,7 @@ class CheckpointManager:
     def restore(self, config: config_lib.Config, step: int | None = None, *, network=None) -> RunState:
         """The run state of the latest checkpoint (or of `step`), checked against `config` and its manifest;
         `network`: the module it was trained with where it is not the config's (`init_run_state(network=...)`)."""
-        step = self._resolve(step)
+        step = self.resolve(step)
         saved = self.config(step)
         check_resumable(saved, config, self.run_dir, step)
         version = self.meta(step).get("version", 0)
@@ -298,7 +262,7 @@ class CheckpointManager:
                 "this one's config (--config " + str(self.run_dir / CONFIG_FILE) + ")"
             )
         fresh, (model, run) = jax.eval_shape(
-            lambda: (lambda s: (s, _split(s)))(init_run_state(config, network=network)))
+            lambda: (lambda s: (s, split_run_state(s)))(init_run_state(config, network=network)))
         restored = self._restore_items(step, model=model, run=run)
         model, run = restored["model"], restored["run"]
         trained = run.get("trained", model)
@@ -336,7 +300,7 @@ class CheckpointManager:
     def restore_model(self, step: int | None = None, *, network=None) -> tuple[config_lib.Config, dict]:
         """A checkpoint's config and network variables ({"params", "batch_stats"}: the moving average where the run
         keeps one, `train.ema_decay`) of `network` (default: the config's), checked against its manifest."""
-        step = self._resolve(step)
+        step = self.resolve(step)
         config = self.config(step)
         restored = self._restore_items(step, model=pretrained.model_template(config, network))
         return config, dict(restored["model"])
@@ -345,21 +309,6 @@ class CheckpointManager:
 
     def _step_dir(self, step: int) -> Path:
         return self.directory / str(step)
-
-    def _resolve(self, step: int | None) -> int:
-        steps = self.steps()
-        if not steps:
-            raise CheckpointError(
-                f"{self.run_dir} has no checkpoint yet; train longer (checkpoints are written every "
-                "--checkpoint-every iterations and when training stops) or pass another run directory"
-            )
-        if step is None:
-            return steps[-1]
-        if step not in steps:
-            raise CheckpointError(
-                f"{self.run_dir} has no checkpoint of iteration {step}; it has {', '.join(map(str, steps))}"
-            )
-        return step
 
     def _score(self, step: int) -> float | None:
         if not self.best_metric:
@@ -374,9 +323,9 @@ class CheckpointManager:
         path = self._step_dir(step)
         # Checkpoints that carry their config also carry a manifest; older ones have neither.
         required = (path / "meta").exists()
-        _verify_files(path, tuple(templates), lambda why: self._unreadable(step, why), required=required)
+        verify_files(path, tuple(templates), lambda why: self._unreadable(step, why), required=required)
         args = ocp.args.Composite(
-            **{name: ocp.args.StandardRestore(_on_default_device(t)) for name, t in templates.items()}
+            **{name: ocp.args.StandardRestore(on_default_device(t)) for name, t in templates.items()}
         )
         try:
             with ocp.Checkpointer(ocp.CompositeCheckpointHandler()) as checkpointer:
@@ -385,17 +334,17 @@ class CheckpointManager:
             if required and "not compatible with the stored shape" in str(error):  # orbax's words for it
                 raise CheckpointError(
                     f"checkpoint {path} holds arrays of other shapes than its config gives today "
-                    f"({_first_line(error).split('. ')[0]}): the game (its observation_shape or num_actions) or the "
+                    f"({first_line(error).split('. ')[0]}): the game (its observation_shape or num_actions) or the "
                     "network's code changed since it was saved; its files are intact: keep it, and read it with the "
                     "code that trained it (for a game of your own, the game as it was then)"
                 ) from None
             if required:  # its bytes are verified: not damaged, so never advise deleting it
                 raise CheckpointError(
                     f"checkpoint {path} could not be read, though its files are intact (they match its manifest's "
-                    f"checksums): {_first_line(error)}; keep it: read it with the azjax and orbax versions that "
+                    f"checksums): {first_line(error)}; keep it: read it with the azjax and orbax versions that "
                     "wrote it, or report this"
                 ) from None
-            raise self._unreadable(step, _first_line(error)) from None
+            raise self._unreadable(step, first_line(error)) from None
         return {name: restored[name] for name in templates}
 
     def _unreadable(self, step: int, why: str) -> CheckpointError:
@@ -431,7 +380,7 @@ class CheckpointManager:
                     else:
                         path.rename(original)
                     continue
-                if any(marker in path.name for marker in _TEMPORARY_MARKERS):
+                if any(marker in path.name for marker in TEMPORARY_MARKERS):
                     shutil.rmtree(path, ignore_errors=True)
 
 
@@ -441,181 +390,14 @@ def latest_iteration(run_dir: Path) -> int | None:
 
 
 # ------------------------------------------------------------------------------------------------------------
-# Loading models (run directories and exports) and exporting
-
-
-def restore_model(
-    path: str | Path, *, iteration: int | None = None, best_metric: str | None = None, network=None
-) -> tuple[config_lib.Config, dict]:
-    """The config and network variables ({"params", "batch_stats"}) of a run directory, an export or a shipped agent
-    (`restore_config`: the config alone).
-
-    Args:
-      path: a run directory (its latest checkpoint), one of its `checkpoints/<iteration>` directories, a
-        directory written by `export_model` / `azjax export`, or "pretrained:GAME" (`azjax.pretrained`).
-      iteration: a run directory's checkpoint to load instead of the latest.
-      best_metric: load the run's checkpoint with the highest value of this metric instead of the latest.
-      network: the module whose variables these are, where it is not the one the config names (a network given
-        to `train` in Python; a network recorded as `network.module` is built from the config).
-    Raises:
-      CheckpointError: the path, its config or its checkpoint cannot be used (the message says which and what
-        to do).
-      networks.NetworkError: the config names a network of one's own that cannot be built here.
-    """
-    config, variables = _restore(path, iteration, best_metric, weights=True, network=network)
-    assert variables is not None
-    return config, variables
-
-
-def restore_config(
-    path: str | Path, *, iteration: int | None = None, best_metric: str | None = None
-) -> config_lib.Config:
-    """The config `restore_model` would give (fitted to the network's observation version, a shipped agent's play
-    settings applied), read without loading the network's arrays: what a source's game, network shape or
-    observation is, before anything is built (`azjax train --init-from` fits its config to it this way)."""
-    return _restore(path, iteration, best_metric, weights=False)[0]
-
-
-def _restore(path: str | Path, iteration: int | None, best_metric: str | None, *, weights: bool, network=None
-             ) -> tuple[config_lib.Config, dict | None]:
-    """`restore_model` (`weights`) or `restore_config` (not): one resolution of the path for both."""
-    if pretrained.is_pretrained(path):
-        if iteration is not None or best_metric is not None:
-            raise CheckpointError(f"{path} is one shipped network; it has no other iterations to choose from")
-        if not weights:
-            return pretrained.restore_config(str(path)), None
-        config, variables, _ = pretrained.restore(str(path))  # its config fitted to its observation version
-        return config, variables
-    path = Path(path)
-    if not path.exists():
-        raise CheckpointError(
-            f"{path} does not exist; pass a training run's directory (azjax train --out) or an export (azjax export)"
-        )
-    if not path.is_dir():
-        raise CheckpointError(f"{path} is a file; pass a training run's directory or an export directory")
-    if (path / EXPORT_FILE).is_file():
-        if iteration is not None or best_metric is not None:
-            raise CheckpointError(f"{path} is an export of one checkpoint; it has no other iterations to choose from")
-        return _restore_export(path, weights=weights, network=network)
-    if pretrained.is_agent_directory(path):  # an agent packaged for shipping (experiments/pretrain.py --out)
-        if not weights:
-            return pretrained.directory_config(path), None
-        config, variables, _ = pretrained.restore_directory(path)
-        return config, variables
-    if path.name.isdigit() and path.parent.name == CHECKPOINT_DIR:  # RUN/checkpoints/<iteration>
-        path, iteration = path.parent.parent, int(path.name)
-    if not (path / CONFIG_FILE).is_file() and not (path / CHECKPOINT_DIR).is_dir():
-        raise CheckpointError(
-            f"{path} is neither a training run directory (no {CONFIG_FILE}) nor an export (no {EXPORT_FILE}); "
-            "pass the --out directory of `azjax train` or the output of `azjax export`"
-        )
-    manager = CheckpointManager(path, best_metric=best_metric)
-    if best_metric is not None:
-        iteration = _best_step(manager)
-    if not weights:
-        return manager.config(manager._resolve(iteration)), None
-    return manager.restore_model(iteration, network=network)
-
-
-def export_model(
-    run_dir: str | Path,
-    out: str | Path,
-    *,
-    iteration: int | None = None,
-    best_metric: str | None = None,
-    overwrite: bool = False,
-) -> dict:
-    """Writes an inference-only copy of a run's checkpoint (parameters and config) to the directory `out`.
-
-    Takes the latest checkpoint, or `iteration`, or the best by `best_metric`. `out` is written in a temporary
-    directory and renamed into place; an existing `out` is replaced only with `overwrite`. Returns the
-    contents of `out/export.json`.
-    """
-    run_dir, out = Path(run_dir), Path(out)
-    if out.exists() and not out.is_dir():
-        raise CheckpointError(f"{out} is a file; choose another output directory")
-    if out.exists() and any(out.iterdir()):
-        if not (out / EXPORT_FILE).is_file():
-            raise CheckpointError(f"{out} is a non-empty directory that is not an azjax export; choose another")
-        if not overwrite:
-            raise CheckpointError(f"{out} already exists; choose another output directory or pass --force")
-    if (run_dir / EXPORT_FILE).is_file():
-        raise CheckpointError(f"{run_dir} is already an export; copy it, or export from its training run")
-    if not run_dir.is_dir():
-        raise CheckpointError(f"{run_dir} does not exist or is not a directory; pass the --out directory of a run")
-    manager = CheckpointManager(run_dir, best_metric=best_metric)
-    if best_metric is not None:
-        iteration = _best_step(manager)
-    step = manager._resolve(iteration)
-    config, variables = manager.restore_model(step)
-    info = {
-        "format": EXPORT_FORMAT,
-        "version": FORMAT_VERSION,
-        "source": str(run_dir.absolute()),
-        "iteration": step,
-        "metrics": manager.meta(step).get("metrics", {}),
-        "observation_version": manager.meta(step).get("observation_version", 1),
-    }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    for leftover in out.parent.glob(f".{out.name}.*"):  # what a killed export left behind
-        if any(marker in leftover.name for marker in _TEMPORARY_MARKERS):
-            shutil.rmtree(leftover, ignore_errors=True)
-    staging = out.parent / f".{out.name}.tmp-{os.getpid()}"
-    staging.mkdir()
-    try:
-        with ocp.Checkpointer(ocp.StandardCheckpointHandler()) as checkpointer:
-            checkpointer.save((staging / "model").absolute(), args=ocp.args.StandardSave(variables))
-        (staging / CONFIG_FILE).write_text(config_lib.to_json(config) + "\n")
-        (staging / EXPORT_FILE).write_text(json.dumps(info, indent=2) + "\n")
-        _write_manifest(staging, items=("model",))  # config.json stays editable, like a run's
-        if out.exists():
-            old = out.parent / f".{out.name}.deleting-{os.getpid()}"
-            out.rename(old)
-            staging.rename(out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            staging.rename(out)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return info
-
-
-def observation_version(config: config_lib.Config) -> int:
-    """The observation version that `config`'s network reads (its `observation_version`, or its game's current
-    one: `Game.observation_version`)."""
-    return config.make_game().observation_version
-
-
-def _best_step(manager: CheckpointManager) -> int:
-    """The iteration of the manager's best checkpoint by its `best_metric`; CheckpointError if none has it."""
-    step = manager.best_step()
-    if step is None:
-        raise CheckpointError(f"no checkpoint of {manager.run_dir} has the metric {manager.best_metric!r}; drop --best")
-    return step
-
-
-def _restore_export(path: Path, *, weights: bool = True, network=None) -> tuple[config_lib.Config, dict | None]:
-    info = read_versioned_json(path / EXPORT_FILE, file_format=EXPORT_FORMAT, version=FORMAT_VERSION,
-                               fix="export the model again")
-    config = fit_observation(path, read_config(path), info.get("observation_version", 1))
-    if not weights:
-        return config, None
-
-    def damaged(why: str) -> CheckpointError:
-        return CheckpointError(f"export {path} is damaged or truncated: {why}; export it again")
-
-    _verify_files(path, ("model",), damaged, required=True)
-    template = _on_default_device(pretrained.model_template(config, network))  # a network that fails says so
-    try:
-        with ocp.Checkpointer(ocp.StandardCheckpointHandler()) as checkpointer:
-            variables = checkpointer.restore((path / "model").absolute(), args=ocp.args.StandardRestore(template))
-    except Exception as error:  # noqa: BLE001 - orbax and tensorstore raise many types: "cannot be read"
-        raise damaged(_first_line(error)) from None
-    return config, dict(variables)
-
-
-# ------------------------------------------------------------------------------------------------------------
 # Helpers
+
+
+def on_default_device(template):
+    """Abstract arrays on the default device, so that a checkpoint saved sharded over several devices loads on
+    any machine (callers reshard as they need)."""
+    sharding = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
+    return jax.tree_util.tree_map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding), template)
 
 
 def _tree_item(kept: tree_reuse.KeptTree) -> dict:
@@ -623,31 +405,6 @@ def _tree_item(kept: tree_reuse.KeptTree) -> dict:
     tree = kept.tree
     fields = {name: getattr(tree, name) for name in (*tree_reuse.NODE_FIELDS, "embeddings")}
     return {"tree": fields, "nodes": kept.nodes}
-
-
-def _split(run_state: RunState) -> tuple[dict, dict]:
-    """The run state as the "model" and "run" items of a checkpoint (plain trees of arrays); kept search trees go
-    to their own item (`_tree_item`)."""
-    model = dict(run_state.train_state.play_variables)  # the network that plays: an agent's, an export's
-    run = {
-        # With a moving average (train.ema_decay) the model is the average, and the trained variables go on here.
-        **({"trained": run_state.train_state.variables} if run_state.train_state.average is not None else {}),
-        "opt_state": run_state.train_state.opt_state,
-        "step": run_state.train_state.step,
-        "selfplay": run_state.selfplay.replace(tree=None),
-        "replay": run_state.replay,
-        "key": jax.random.key_data(run_state.key),
-        "iteration": run_state.iteration,
-        "time_progress": run_state.time_progress,
-    }
-    return model, run
-
-
-def _on_default_device(template):
-    """Abstract arrays on the default device, so that a checkpoint saved sharded over several devices loads on
-    any machine (callers reshard as they need)."""
-    sharding = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
-    return jax.tree_util.tree_map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding), template)
 
 
 def _all_finite(tree) -> bool:
@@ -659,75 +416,10 @@ def _all_finite(tree) -> bool:
     )
 
 
-def _crc32(path: Path) -> int:
-    crc = 0
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 22):
-            crc = zlib.crc32(chunk, crc)
-    return crc
-
-
-def _write_manifest(directory: Path, items: tuple[str, ...] | None = None) -> None:
-    """Writes `manifest.json`: the size and CRC-32 of every file (under `items` only, if given), fsynced."""
-    files = {}
-    for path in sorted(p for p in directory.rglob("*") if p.is_file()):
-        name = path.relative_to(directory).as_posix()
-        if name != MANIFEST_FILE and (items is None or name.split("/")[0] in items):
-            files[name] = {"size": path.stat().st_size, "crc32": _crc32(path)}
-    with open(directory / MANIFEST_FILE, "w") as f:
-        json.dump({"files": files}, f, indent=1)
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def _verify_files(directory: Path, items: tuple[str, ...], error, *, required: bool) -> None:
-    """Raises `error(why)` unless every file the manifest lists under `items` is there, whole and unchanged.
-
-    Without a manifest, raises if one is `required`, else checks nothing (a checkpoint older than manifests).
-    """
-    manifest = directory / MANIFEST_FILE
-    if not manifest.is_file():
-        if required:
-            raise error(f"its {MANIFEST_FILE} is missing")
-        return
-    try:
-        files = json.loads(manifest.read_text())["files"]
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as caught:
-        raise error(f"its {MANIFEST_FILE} is damaged ({caught})") from None
-    listed = [name for name in files if name.split("/")[0] in items]
-    if not listed:
-        raise error(f"its {MANIFEST_FILE} lists no files of {', '.join(items)}")
-    for name in listed:
-        path, expected = directory / name, files[name]
-        if not path.is_file():
-            raise error(f"{name} is missing")
-        size = path.stat().st_size
-        if size != expected["size"]:
-            raise error(f"{name} has {size} bytes instead of {expected['size']}")
-        if _crc32(path) != expected["crc32"]:
-            raise error(f"{name} does not match its checksum")
-
-
-def _flatten(tree: dict, prefix: str = "") -> dict:
-    flat = {}
-    for key, value in tree.items():
-        if isinstance(value, dict):
-            flat.update(_flatten(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
-
-
 def _finite_or_none(value) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return None
     return float(value)
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    line = text[0] if text else type(error).__name__
-    return line if len(line) <= 300 else line[:297] + "..."
 
 
 def _remove_dir(path: Path) -> None:
@@ -736,4 +428,3 @@ def _remove_dir(path: Path) -> None:
     shutil.rmtree(doomed, ignore_errors=True)
     path.rename(doomed)
     shutil.rmtree(doomed, ignore_errors=True)
-

@@ -86,15 +86,13 @@ class SelfPlayConfig:
     opening_moves: int = 0  # each game starts after 0..k uniformly random moves (not recorded), for diversity
     resign_threshold: float | None = None  # resign when the chosen move's value (for the mover) is below; None: never
     resign_disabled_fraction: float = 0.1  # share of games that never resign, to measure false positives
-    # Off by default: at equal time, keeping scored worse in Connect Four (two seeds, a constant learning rate) and
-    # Brandub (one); with a cosine over the budget and twice the SGD steps it was level on the labelled positions and
-    # ahead against UCT-400, and the CPU presets (but tic-tac-toe's) keep them with CPU_TRAIN
-    # (experiments/results/connect_four_strength_cpu.txt, learns_cpu.txt).
+    # Off by default, as it measured worse at a constant learning rate; the CPU presets but tic-tac-toe's keep them
+    # with their cosine schedule (experiments/results/presets.md, connect_four_strength_cpu.txt).
     keep_unfinished: bool = False  # a game outlasting an iteration: its positions wait in replay (False: dropped)
     # Playout-cap randomisation (KataGo): only fully searched moves train the policy; all train the value.
     full_search_fraction: float = 1.0  # share of self-play steps searched in full, the rest fast; 1: all in full
     fast_search_simulations: int = 4  # simulations of a fast search (with full_search_fraction < 1)
-    # Deeper searches near the start (issue 42's lever for the value far from the end): at every step the k games
+    # Deeper searches near the start, for the value far from the end: at every step the k games
     # with the fewest moves played are searched with start_search_simulations, the others as usual.
     start_search_games: int = 0  # k games nearest their start searched deeper at each step; 0: none
     start_search_simulations: int = 64  # simulations of those searches (with start_search_games > 0)
@@ -159,159 +157,189 @@ class Config:
 
     def validate(self) -> Config:
         """Checks every field; returns self, or raises ConfigError naming the field and the fix."""
-        from azjax import games  # late: config must not build games at import time
-
         _check_types(self)
         _check_finite(self)
-        try:
-            games.check_known(self.game)
-        except games.GameNotFoundError as error:
-            raise UnknownGameError(f"game: {error}") from None
-        _positive(self, "num_iterations")
-        # Whether the game can build that version is the game's to say, when it is built (`make_game`): a saved
-        # network's config must load for its loader to say which version it needs (`checkpointing.fit_observation`).
-        if self.observation_version is not None and self.observation_version < 1:
-            raise ConfigError(f"observation_version must be >= 1 (or None: the game's current), got "
-                              f"{self.observation_version}")
-        _positive(self.network, "num_blocks", "network.")
-        _positive(self.network, "num_channels", "network.")
-        _positive(self.network, "value_channels", "network.")
-        _positive(self.network, "value_hidden", "network.")
-        _choice(self.network.compute_dtype, ("float32", "bfloat16"), "network.compute_dtype")
-        _choice(self.network.value_head, ("scalar", "wdl"), "network.value_head")
-        _choice(self.search.policy, ("gumbel", "puct"), "search.policy")
-        _positive(self.search, "num_simulations", "search.")
-        _positive(self.search, "max_num_considered_actions", "search.")
-        if self.search.tree_capacity is not None and self.search.tree_capacity < self.search.num_simulations + 1:
-            raise ConfigError(
-                f"search.tree_capacity ({self.search.tree_capacity}) must hold the root and search.num_simulations "
-                f"({self.search.num_simulations}) new nodes: at least {self.search.num_simulations + 1}, or None for "
-                f"{2 * self.search.num_simulations + 1}"
-            )
-        if self.search.gumbel_moves is not None and self.search.gumbel_moves < 0:
-            raise ConfigError(
-                "search.gumbel_moves must be >= 0 (or None: Gumbel noise on every move), "
-                f"got {self.search.gumbel_moves}"
-            )
-        if not self.search.value_scale > 0:
-            raise ConfigError(f"search.value_scale must be > 0 (mctx's default is 0.1), got {self.search.value_scale}")
-        if not self.search.gumbel_scale >= 0:
-            raise ConfigError(f"search.gumbel_scale must be >= 0 (0: no root noise), got {self.search.gumbel_scale}")
-        # mctx draws the Dirichlet noise even when its fraction is 0, and a concentration <= 0 makes it NaN.
-        if not self.search.dirichlet_alpha > 0:
-            raise ConfigError(f"search.dirichlet_alpha must be > 0 (AlphaZero: 0.3 for chess, 0.03 for Go), got "
-                              f"{self.search.dirichlet_alpha}")
-        if not 0.0 <= self.search.dirichlet_fraction <= 1.0:
-            raise ConfigError("search.dirichlet_fraction must lie in [0, 1]")
-        # PUCT's exploration weight is pb_c_init + log((N + pb_c_base + 1) / pb_c_base): positive only with both > 0.
-        for name in ("pb_c_init", "pb_c_base"):
-            if not getattr(self.search, name) > 0:
-                raise ConfigError(f"search.{name} must be > 0 (AlphaZero's {getattr(SearchConfig, name)}), got "
-                                  f"{getattr(self.search, name)}")
-        _positive(self.selfplay, "num_games", "selfplay.")
-        _positive(self.selfplay, "num_steps", "selfplay.")
-        if self.selfplay.opening_moves < 0:
-            raise ConfigError(f"selfplay.opening_moves must be >= 0, got {self.selfplay.opening_moves}")
-        if not 0.0 <= self.selfplay.resign_disabled_fraction <= 1.0:
-            raise ConfigError("selfplay.resign_disabled_fraction must lie in [0, 1]")
-        if not 0.0 < self.selfplay.full_search_fraction <= 1.0:
-            raise ConfigError(
-                "selfplay.full_search_fraction must lie in (0, 1] (1: every move searched in full), "
-                f"got {self.selfplay.full_search_fraction}"
-            )
-        if self.selfplay.full_search_fraction < 1.0:
-            _positive(self.selfplay, "fast_search_simulations", "selfplay.")
-            if self.selfplay.fast_search_simulations >= self.search.num_simulations:
-                raise ConfigError(
-                    f"selfplay.fast_search_simulations ({self.selfplay.fast_search_simulations}) must be fewer than "
-                    f"search.num_simulations ({self.search.num_simulations}), or set selfplay.full_search_fraction 1"
-                )
-            if self.search.reuse_tree:
-                raise ConfigError(
-                    "selfplay.full_search_fraction < 1 does not work with search.reuse_tree yet: turn one of them off"
-                )
-        if self.selfplay.start_search_games:
-            if not 0 < self.selfplay.start_search_games < self.selfplay.num_games:
-                raise ConfigError(
-                    f"selfplay.start_search_games must lie in [0, selfplay.num_games) = [0, {self.selfplay.num_games})"
-                    f" (0: no deeper searches), got {self.selfplay.start_search_games}"
-                )
-            if self.selfplay.start_search_simulations <= self.search.num_simulations:
-                raise ConfigError(
-                    f"selfplay.start_search_simulations ({self.selfplay.start_search_simulations}) must be more than "
-                    f"search.num_simulations ({self.search.num_simulations}), or set selfplay.start_search_games 0"
-                )
-            if self.search.reuse_tree:
-                raise ConfigError(
-                    "selfplay.start_search_games > 0 does not work with search.reuse_tree yet: turn one of them off"
-                )
-        _positive(self.train, "batch_size", "train.")
-        _positive(self.train, "num_sgd_steps", "train.")
-        _positive(self.train, "replay_capacity", "train.")
-        if not self.train.learning_rate > 0:
-            raise ConfigError(f"train.learning_rate must be > 0, got {self.train.learning_rate}")
-        _choice(self.train.lr_schedule, ("constant", "cosine"), "train.lr_schedule")
-        _choice(self.train.optimizer, ("adam", "adamw", "sgd"), "train.optimizer")
-        if not 0.0 <= self.train.value_target_mix <= 1.0:
-            raise ConfigError(
-                "train.value_target_mix must be in [0, 1] (0: the game's outcome alone), "
-                f"got {self.train.value_target_mix}"
-            )
-        if not 0.0 <= self.train.value_target_lambda <= 1.0:
-            raise ConfigError(
-                "train.value_target_lambda must be in [0, 1] (0: the search's value of the move played, 1: the "
-                f"game's outcome), got {self.train.value_target_lambda}"
-            )
-        if self.train.value_target_lambda and not self.train.value_target_mix:
-            raise ConfigError(
-                f"train.value_target_lambda={self.train.value_target_lambda} acts on the search's share of the value "
-                "target, which train.value_target_mix=0 leaves out: set train.value_target_mix > 0 too (1: the "
-                "lambda-returns alone), or train.value_target_lambda=0"
-            )
-        if not self.train.value_loss_weight >= 0:
-            raise ConfigError(f"train.value_loss_weight must be >= 0, got {self.train.value_loss_weight}")
-        if not self.train.reply_policy_weight >= 0:
-            raise ConfigError(
-                "train.reply_policy_weight must be >= 0 (0: no opponent-reply head), "
-                f"got {self.train.reply_policy_weight}"
-            )
-        if not 0.0 <= self.train.policy_surprise_weight < 1.0:
-            raise ConfigError(
-                "train.policy_surprise_weight must be in [0, 1) (0: positions drawn uniformly; KataGo uses 0.5), "
-                f"got {self.train.policy_surprise_weight}"
-            )
-        if not self.train.weight_decay >= 0:
-            raise ConfigError(f"train.weight_decay must be >= 0, got {self.train.weight_decay}")
-        if not 0.0 <= self.train.ema_decay < 1.0:
-            raise ConfigError(
-                f"train.ema_decay must be in [0, 1) (0: no moving average; 0.99 averages about the last 100 SGD "
-                f"steps), got {self.train.ema_decay}"
-            )
-        if self.train.reanalyse_positions < 0:
-            raise ConfigError(
-                f"train.reanalyse_positions must be >= 0 (0: no Reanalyse), got {self.train.reanalyse_positions}")
-        if self.train.reanalyse_positions > self.train.replay_capacity:
-            raise ConfigError(
-                f"train.reanalyse_positions ({self.train.reanalyse_positions}) must be at most train.replay_capacity "
-                f"({self.train.replay_capacity}): each iteration re-searches that many distinct replay positions")
-        if self.train.reanalyse_simulations is not None:
-            _positive(self.train, "reanalyse_simulations", "train.")
-        if self.train.reanalyse_max_moves is not None and self.train.reanalyse_max_moves < 0:
-            raise ConfigError(f"train.reanalyse_max_moves must be >= 0 (None: positions at any move), got "
-                              f"{self.train.reanalyse_max_moves}")
-        if self.train.replay_capacity < self.train.batch_size:
-            raise ConfigError(
-                f"train.replay_capacity ({self.train.replay_capacity}) must be at least train.batch_size "
-                f"({self.train.batch_size})"
-            )
-        per_iteration = self.selfplay.positions_per_iteration
-        if self.train.replay_capacity < per_iteration:
-            raise ConfigError(
-                f"train.replay_capacity ({self.train.replay_capacity}) must hold at least one iteration's positions, "
-                f"selfplay.num_games x selfplay.num_steps = {per_iteration} (better: num_games x (num_steps + the "
-                "game's length), so that no position is overwritten before its game ends)"
-            )
+        _check_run(self)
+        _check_network(self.network)
+        _check_search(self.search)
+        _check_selfplay(self.selfplay, self.search)
+        _check_train(self.train)
+        _check_replay(self.train, self.selfplay)
         return self
+
+
+def _check_run(config: Config) -> None:
+    """The run's own fields: a game that can be found, its iterations, the observation version."""
+    from azjax import games  # late: config must not build games at import time
+
+    try:
+        games.check_known(config.game)
+    except games.GameNotFoundError as error:
+        raise UnknownGameError(f"game: {error}") from None
+    _positive(config, "num_iterations")
+    # Whether the game can build that version is the game's to say, when it is built (`make_game`): a saved
+    # network's config must load for its loader to say which version it needs (`rundir.fit_observation`).
+    if config.observation_version is not None and config.observation_version < 1:
+        raise ConfigError(f"observation_version must be >= 1 (or None: the game's current), got "
+                          f"{config.observation_version}")
+
+
+def _check_network(network: NetworkConfig) -> None:
+    """The network's sizes, precision and value head."""
+    _positive(network, "num_blocks", "network.")
+    _positive(network, "num_channels", "network.")
+    _positive(network, "value_channels", "network.")
+    _positive(network, "value_hidden", "network.")
+    _choice(network.compute_dtype, ("float32", "bfloat16"), "network.compute_dtype")
+    _choice(network.value_head, ("scalar", "wdl"), "network.value_head")
+
+
+def _check_search(search: SearchConfig) -> None:
+    """The search policy, its simulations, its root noise and exploration constants, the kept trees' capacity."""
+    _choice(search.policy, ("gumbel", "puct"), "search.policy")
+    _positive(search, "num_simulations", "search.")
+    _positive(search, "max_num_considered_actions", "search.")
+    if search.tree_capacity is not None and search.tree_capacity < search.num_simulations + 1:
+        raise ConfigError(
+            f"search.tree_capacity ({search.tree_capacity}) must hold the root and search.num_simulations "
+            f"({search.num_simulations}) new nodes: at least {search.num_simulations + 1}, or None for "
+            f"{2 * search.num_simulations + 1}"
+        )
+    if search.gumbel_moves is not None and search.gumbel_moves < 0:
+        raise ConfigError(
+            "search.gumbel_moves must be >= 0 (or None: Gumbel noise on every move), "
+            f"got {search.gumbel_moves}"
+        )
+    if not search.value_scale > 0:
+        raise ConfigError(f"search.value_scale must be > 0 (mctx's default is 0.1), got {search.value_scale}")
+    if not search.gumbel_scale >= 0:
+        raise ConfigError(f"search.gumbel_scale must be >= 0 (0: no root noise), got {search.gumbel_scale}")
+    # mctx draws the Dirichlet noise even when its fraction is 0, and a concentration <= 0 makes it NaN.
+    if not search.dirichlet_alpha > 0:
+        raise ConfigError(f"search.dirichlet_alpha must be > 0 (AlphaZero: 0.3 for chess, 0.03 for Go), got "
+                          f"{search.dirichlet_alpha}")
+    if not 0.0 <= search.dirichlet_fraction <= 1.0:
+        raise ConfigError("search.dirichlet_fraction must lie in [0, 1]")
+    # PUCT's exploration weight is pb_c_init + log((N + pb_c_base + 1) / pb_c_base): positive only with both > 0.
+    for name in ("pb_c_init", "pb_c_base"):
+        if not getattr(search, name) > 0:
+            raise ConfigError(f"search.{name} must be > 0 (AlphaZero's {getattr(SearchConfig, name)}), got "
+                              f"{getattr(search, name)}")
+
+
+def _check_selfplay(selfplay: SelfPlayConfig, search: SearchConfig) -> None:
+    """The games in parallel, their openings and resignation, and the searches that differ from `search`'s."""
+    _positive(selfplay, "num_games", "selfplay.")
+    _positive(selfplay, "num_steps", "selfplay.")
+    if selfplay.opening_moves < 0:
+        raise ConfigError(f"selfplay.opening_moves must be >= 0, got {selfplay.opening_moves}")
+    if not 0.0 <= selfplay.resign_disabled_fraction <= 1.0:
+        raise ConfigError("selfplay.resign_disabled_fraction must lie in [0, 1]")
+    if not 0.0 < selfplay.full_search_fraction <= 1.0:
+        raise ConfigError(
+            "selfplay.full_search_fraction must lie in (0, 1] (1: every move searched in full), "
+            f"got {selfplay.full_search_fraction}"
+        )
+    if selfplay.full_search_fraction < 1.0:
+        _positive(selfplay, "fast_search_simulations", "selfplay.")
+        if selfplay.fast_search_simulations >= search.num_simulations:
+            raise ConfigError(
+                f"selfplay.fast_search_simulations ({selfplay.fast_search_simulations}) must be fewer than "
+                f"search.num_simulations ({search.num_simulations}), or set selfplay.full_search_fraction 1"
+            )
+        if search.reuse_tree:
+            raise ConfigError(
+                "selfplay.full_search_fraction < 1 does not work with search.reuse_tree yet: turn one of them off"
+            )
+    if selfplay.start_search_games:
+        if not 0 < selfplay.start_search_games < selfplay.num_games:
+            raise ConfigError(
+                f"selfplay.start_search_games must lie in [0, selfplay.num_games) = [0, {selfplay.num_games})"
+                f" (0: no deeper searches), got {selfplay.start_search_games}"
+            )
+        if selfplay.start_search_simulations <= search.num_simulations:
+            raise ConfigError(
+                f"selfplay.start_search_simulations ({selfplay.start_search_simulations}) must be more than "
+                f"search.num_simulations ({search.num_simulations}), or set selfplay.start_search_games 0"
+            )
+        if search.reuse_tree:
+            raise ConfigError(
+                "selfplay.start_search_games > 0 does not work with search.reuse_tree yet: turn one of them off"
+            )
+
+
+def _check_train(train: TrainConfig) -> None:
+    """The optimisation: batch, steps, learning rate, optimizer, value targets, loss weights, moving average."""
+    _positive(train, "batch_size", "train.")
+    _positive(train, "num_sgd_steps", "train.")
+    _positive(train, "replay_capacity", "train.")
+    if not train.learning_rate > 0:
+        raise ConfigError(f"train.learning_rate must be > 0, got {train.learning_rate}")
+    _choice(train.lr_schedule, ("constant", "cosine"), "train.lr_schedule")
+    _choice(train.optimizer, ("adam", "adamw", "sgd"), "train.optimizer")
+    if not 0.0 <= train.value_target_mix <= 1.0:
+        raise ConfigError(
+            "train.value_target_mix must be in [0, 1] (0: the game's outcome alone), "
+            f"got {train.value_target_mix}"
+        )
+    if not 0.0 <= train.value_target_lambda <= 1.0:
+        raise ConfigError(
+            "train.value_target_lambda must be in [0, 1] (0: the search's value of the move played, 1: the "
+            f"game's outcome), got {train.value_target_lambda}"
+        )
+    if train.value_target_lambda and not train.value_target_mix:
+        raise ConfigError(
+            f"train.value_target_lambda={train.value_target_lambda} acts on the search's share of the value "
+            "target, which train.value_target_mix=0 leaves out: set train.value_target_mix > 0 too (1: the "
+            "lambda-returns alone), or train.value_target_lambda=0"
+        )
+    if not train.value_loss_weight >= 0:
+        raise ConfigError(f"train.value_loss_weight must be >= 0, got {train.value_loss_weight}")
+    if not train.reply_policy_weight >= 0:
+        raise ConfigError(
+            "train.reply_policy_weight must be >= 0 (0: no opponent-reply head), "
+            f"got {train.reply_policy_weight}"
+        )
+    if not 0.0 <= train.policy_surprise_weight < 1.0:
+        raise ConfigError(
+            "train.policy_surprise_weight must be in [0, 1) (0: positions drawn uniformly; KataGo uses 0.5), "
+            f"got {train.policy_surprise_weight}"
+        )
+    if not train.weight_decay >= 0:
+        raise ConfigError(f"train.weight_decay must be >= 0, got {train.weight_decay}")
+    if not 0.0 <= train.ema_decay < 1.0:
+        raise ConfigError(
+            f"train.ema_decay must be in [0, 1) (0: no moving average; 0.99 averages about the last 100 SGD "
+            f"steps), got {train.ema_decay}"
+        )
+
+
+def _check_replay(train: TrainConfig, selfplay: SelfPlayConfig) -> None:
+    """Reanalyse, and a replay buffer that holds a batch and an iteration's positions."""
+    if train.reanalyse_positions < 0:
+        raise ConfigError(
+            f"train.reanalyse_positions must be >= 0 (0: no Reanalyse), got {train.reanalyse_positions}")
+    if train.reanalyse_positions > train.replay_capacity:
+        raise ConfigError(
+            f"train.reanalyse_positions ({train.reanalyse_positions}) must be at most train.replay_capacity "
+            f"({train.replay_capacity}): each iteration re-searches that many distinct replay positions")
+    if train.reanalyse_simulations is not None:
+        _positive(train, "reanalyse_simulations", "train.")
+    if train.reanalyse_max_moves is not None and train.reanalyse_max_moves < 0:
+        raise ConfigError(f"train.reanalyse_max_moves must be >= 0 (None: positions at any move), got "
+                          f"{train.reanalyse_max_moves}")
+    if train.replay_capacity < train.batch_size:
+        raise ConfigError(
+            f"train.replay_capacity ({train.replay_capacity}) must be at least train.batch_size "
+            f"({train.batch_size})"
+        )
+    per_iteration = selfplay.positions_per_iteration
+    if train.replay_capacity < per_iteration:
+        raise ConfigError(
+            f"train.replay_capacity ({train.replay_capacity}) must hold at least one iteration's positions, "
+            f"selfplay.num_games x selfplay.num_steps = {per_iteration} (better: num_games x (num_steps + the "
+            "game's length), so that no position is overwritten before its game ends)"
+        )
 
 
 def _check_types(config: Config) -> None:

@@ -8,6 +8,12 @@ hyperparameters, shapes on every argument), pure and un-jitted, with no config o
     buffer, counts = core.store_positions(buffer, trajectory, pending, game.max_length)
     batch = core.sample(key, buffer, 128, game)
     train_state, metrics = core.sgd_step(train_state, batch, loss_fn=..., optimizer=optax.adam(schedule))
+    played = core.play_match(key, states, game=game, agent_a=agent_fn, agent_b=core.random_agent)  # N games
+    score = jnp.mean((played.outcome + 1) / 2)  # agent A's score against random: the evaluation of an agent
+
+An agent is an `AgentFn`, (key, states [B]) -> actions [B], or a `Bot` (a name, an `analyse` that says what it
+thinks, and optionally a `Memory` kept from move to move); `play_match` plays two of them over N games in pairs,
+one per seat, each game to its end, with each game's outcome from agent A's side (`Games`).
 
 examples/own_loop.py composes a whole training loop from these, jitted as one program. The built-in iteration
 (`azjax.training.make_train_iteration`) is assembled from the same parts, with a `Config` choosing their
@@ -18,9 +24,11 @@ Every value is for the player to move at its position: the network's value, a se
 position's value target. Rewards are per player id ([..., 2]).
 """
 
+from azjax.bots import AgentFn, Analysis, Bot, Memory, onestep_bot, random_agent, random_bot
 from azjax.games import Game, State, check_game
 from azjax.games import make as make_game
 from azjax.learning import LossFn, TrainState, compute_loss, init_train_state, policy_cross_entropy, sgd_step
+from azjax.matches import Games, play_match
 from azjax.networks import (
     AlphaZeroNetwork,
     ApplyFn,
@@ -46,12 +54,17 @@ from azjax.tree_reuse import KeptTree
 from azjax.tree_reuse import follow as follow_tree
 
 __all__ = [
+    "AgentFn",
     "AlphaZeroNetwork",
+    "Analysis",
     "ApplyFn",
     "Batch",
+    "Bot",
     "Game",
+    "Games",
     "KeptTree",
     "LossFn",
+    "Memory",
     "NetworkError",
     "ReplayBuffer",
     "SearchOutput",
@@ -77,7 +90,11 @@ __all__ = [
     "masked_logits",
     "new_games",
     "nodes_per_tree",
+    "onestep_bot",
+    "play_match",
     "policy_cross_entropy",
+    "random_agent",
+    "random_bot",
     "run_search",
     "run_selfplay",
     "sample",

@@ -1,9 +1,10 @@
 """Evaluation: agents play each other in batches; agents are judged against an exact solver; evaluation during
 training (`make_evaluator`).
 
-An agent here is any function `(key, states [B]) -> actions [B]` (jittable), e.g. `Agent.act` with its options
-bound, `solver.perfect_agent(solution)` or a baseline's `bots.Bot.act`. The arena with confidence intervals, Elo
-and round robins is `azjax.arena`; the baseline agents are `azjax.bots`.
+An agent here is any function `(key, states [B]) -> actions [B]` (jittable, `bots.AgentFn`), e.g. `Agent.act`
+with its options bound, `solver.perfect_agent(solution)` or a baseline's `bots.Bot.act`. The arena is
+`azjax.arena` (its results, intervals and tables `azjax.results`, round robins and Elo `azjax.round_robin`); the
+agent specs of the command line are `azjax.agent_specs`.
 """
 
 from __future__ import annotations
@@ -19,12 +20,15 @@ import numpy as np
 from jax.sharding import Mesh
 
 from azjax import arena, games, memory, parallel
-from azjax import bots as bots_lib
 from azjax import solver as solver_lib
 from azjax.agent import make_agent
-from azjax.arena import AgentFn, random_agent
+from azjax.agent_specs import make_bot
+from azjax.bots import AgentFn, Bot, random_agent
 from azjax.config import Config
 from azjax.games import Game, State
+from azjax.network_bots import alphazero_bot
+from azjax.perfect import CONNECT_FOUR_PERFECT_MIN_STONES, solve_timeouts_raised
+from azjax.results import summarize
 from azjax.solver import positions as positions_lib
 
 Evaluator = Callable[[jax.Array, dict], dict[str, float]]
@@ -95,15 +99,15 @@ def head_to_head(
     openings distinct where the game has enough) to measure them over many different games.
 
     Returns the counts, `games`, `distinct_games` (different in seat, in the position after the opening or in
-    the moves after it: `arena.count_distinct`), `score` (wins + draws / 2 over all games), its 95% interval
+    the moves after it: `results.count_distinct`), `score` (wins + draws / 2 over all games), its 95% interval
     `score_low`, `score_high` (over the distinct games) and the counts per seat ("as_first": `agent` moved
     first, "as_second").
 
     Raises:
-      SolveTimeout: Connect Four's perfect player gave up on a position (see `bots.perfect_bot`).
+      SolveTimeout: Connect Four's perfect player gave up on a position (see `perfect.perfect_bot`).
     """
-    with bots_lib.solve_timeouts_raised():
-        match = arena.summarize(
+    with solve_timeouts_raised():
+        match = summarize(
             arena.play_games_within_memory(key, game, agent, opponent, 2 * num_games,
                                            opening_moves=opening_moves, mesh=mesh)
         )
@@ -120,18 +124,15 @@ def head_to_head(
 # Evaluation during training
 
 
-# UCT's random rollouts run to the end of the game at every simulation, so mcts:100 costs more a move the longer
-# the game (2-core CPU, 32 games at once, from the start: Brandub 19 s, Gomoku 15x15 2.9 s, Othello 8x8 1.4 s,
-# Gomoku 9x9 0.77 s, Othello 6x6 0.56 s, Connect Four 0.06 s; measured before rollouts sampled their moves by rank,
-# which made Brandub's 3x cheaper: experiments/results/bench_uct_cpu.txt): in games that may last this many moves
-# or more (Brandub 200, Gomoku 15x15 225, Othello 8x8 120 with its passes) an evaluation of 64 games against it would
-# take from minutes to an hour, so it plays no part in their evaluation during training.
+# UCT (mcts:100) is a baseline of the evaluation during training only in games shorter than this many moves: its
+# rollouts play to the game's end at every simulation, so that in longer games (Brandub, Gomoku 15x15, Othello 8x8)
+# the evaluation's games against it would take minutes to an hour (figures: experiments/results/bench_uct_cpu.txt).
 UCT_MAX_LENGTH = 100
 
 
 def default_opponents(game: Game | str) -> tuple[str, ...]:
     """The baselines a run of `game` (a game or its name) is measured against while it trains (agent specs, see
-    `bots.make_bot`): random and one-ply tactics; UCT with 100 simulations for games shorter than
+    `agent_specs.make_bot`): random and one-ply tactics; UCT with 100 simulations for games shorter than
     `UCT_MAX_LENGTH` moves (not Brandub, Gomoku 15x15 or Othello 8x8); the perfect player for tic-tac-toe."""
     game = games.make(game) if isinstance(game, str) else game
     opponents: tuple[str, ...] = ("random", "onestep")
@@ -141,15 +142,16 @@ def default_opponents(game: Game | str) -> tuple[str, ...]:
 
 
 def judge_bot(
-    key: jax.Array, bot: bots_lib.Bot, labelled: positions_lib.LabelledPositions, *, batch_size: int = 1024,
+    key: jax.Array, bot: Bot, labelled: positions_lib.LabelledPositions, *, batch_size: int = 1024,
     on_batch: Callable[[int, int], None] | None = None,
 ) -> positions_lib.Report:
     """Judges any agent on labelled positions (`azjax.solver.positions`): the share of positions where its move
     keeps the game-theoretic outcome, per stratum, and, where it gives values (for the player to move), the share
     where the value's sign names the outcome, over the positions where the value is finite (NaN: no estimate, as
     onestep's in a quiet position; the `Rate`'s total says how many were judged). `greedy_bot(agent)` judges a
-    network's top move and value, `alphazero_bot(agent)` its search. Runs in batches of `batch_size` (the last
-    one padded), compiled once; `on_batch(judged, total)` is called after each (for progress)."""
+    network's top move and value, `alphazero_bot(agent)` its search (`azjax.network_bots`). Runs in batches of
+    `batch_size` (the last one padded), compiled once; `on_batch(judged, total)` is called after each (for
+    progress)."""
     analyse = jax.jit(bot.analyse)
     size = labelled.num_positions
     actions, values = [], []
@@ -205,61 +207,72 @@ def make_evaluator(
     """
     game = config.make_game()
     specs = tuple(opponents) if opponents is not None else default_opponents(game)
+    _refuse_connect_four_perfect(game, specs)
+    solution = solver_lib.solve(game) if "perfect" in specs else None
+    bots = tuple(make_bot(spec, game, solution=solution) for spec in specs)
+    if mesh is not None:
+        mesh = parallel.mesh_for(num_games // 2, devices=list(mesh.devices.flat))
+        parallel.check_spans_processes(mesh, f"the evaluation's {num_games} games / 2")
+    evaluate = jax.jit(functools.partial(
+        _evaluate, config=config, game=game, bots=bots, names=tuple("eval/" + spec.replace(":", "") for spec in specs),
+        num_games=num_games, num_simulations=num_simulations, mesh=mesh, network=network))
+    matches = functools.partial(
+        _play_matches, evaluate=evaluate, compiled={}, devices=list(mesh.devices.flat) if mesh is not None else None,
+        what=f"the evaluation of {config.game} ({num_games} games against each of {', '.join(specs)})")
+    labelled = positions_lib.load(config.game)
+    positions = None if labelled is None else functools.partial(
+        _judge_positions, judge=jax.jit(functools.partial(_network_on_positions, config, network)),
+        labelled=labelled, states=parallel.replicate(labelled.states, mesh))
+    return functools.partial(_run_evaluation, mesh=mesh, matches=matches, positions=positions)
+
+
+def _refuse_connect_four_perfect(game: Game, specs: Sequence[str]) -> None:
+    """Raises ValueError if Connect Four's perfect player is among the opponents (see `make_evaluator`)."""
     if game.name == "connect_four" and "perfect" in [spec.strip() for spec in specs]:
-        minimum = bots_lib.CONNECT_FOUR_PERFECT_MIN_STONES
+        minimum = CONNECT_FOUR_PERFECT_MIN_STONES
         raise ValueError(
             "Connect Four's perfect player cannot be an opponent in the evaluation during training: its games start "
             f"from the empty board, whose first moves take the solver minutes (it needs openings of {minimum} or "
             "more stones). Leave it out (the network is judged against perfect play on the solved positions: "
             f"eval/optimal_move_rate) and play it after training: azjax eval RUN perfect --opening-moves {minimum}"
         )
-    solution = solver_lib.solve(game) if "perfect" in specs else None
-    bots = [bots_lib.make_bot(spec, game, solution=solution) for spec in specs]
-    names = ["eval/" + spec.replace(":", "") for spec in specs]
-    if mesh is not None:
-        mesh = parallel.mesh_for(num_games // 2, devices=list(mesh.devices.flat))
-        parallel.check_spans_processes(mesh, f"the evaluation's {num_games} games / 2")
-    evaluate = jax.jit(
-        functools.partial(
-            _evaluate,
-            config=config,
-            game=game,
-            bots=tuple(bots),
-            names=tuple(names),
-            num_games=num_games,
-            num_simulations=num_simulations,
-            mesh=mesh,
-            network=network,
-        )
-    )
-    labelled = positions_lib.load(config.game)
-    network_on_positions = jax.jit(functools.partial(_network_on_positions, config, network))
-    states = None if labelled is None else parallel.replicate(labelled.states, mesh)
 
-    compiled: dict = {}  # the matches' program and the memory it needs, at the first call once known to fit
-    devices = list(mesh.devices.flat) if mesh is not None else None
 
-    def evaluator(key: jax.Array, variables: dict) -> dict[str, float]:
-        variables = parallel.replicate(variables, mesh)
-        if not compiled:
-            compiled["program"] = memory.compile_within_memory(
-                evaluate.lower(key, variables), devices=devices,
-                what=f"the evaluation of {config.game} ({num_games} games against each of {', '.join(specs)})",
-                lower_it="fewer evaluation games (azjax train --eval-games), fewer or lighter opponents, or "
-                         "--eval-every 0")
-            compiled["needed"] = memory.needed_memory(compiled["program"])
-        results = {name: float(value) for name, value in parallel.fetch(compiled["program"](key, variables)).items()}
-        if compiled["needed"] is not None:
-            results["eval_memory_bytes"] = float(compiled["needed"])  # per device, by XLA's memory analysis
-        if labelled is not None:
-            tick = time.perf_counter()
-            actions, values = parallel.fetch(network_on_positions(variables, states))
-            report = positions_lib.judge(labelled, actions, values)
-            results.update(report.to_dict(prefix="eval/"))
-            results["positions_seconds"] = round(time.perf_counter() - tick, 3)
-        return results
+def _run_evaluation(key: jax.Array, variables: dict, *, mesh: Mesh | None, matches: Callable[..., dict[str, float]],
+                    positions: Callable[[dict], dict[str, float]] | None) -> dict[str, float]:
+    """The evaluator `make_evaluator` returns: the matches' scores, then the judging on labelled positions."""
+    variables = parallel.replicate(variables, mesh)
+    scores = matches(key, variables)
+    if positions is not None:
+        scores.update(positions(variables))
+    return scores
 
-    return evaluator
+
+def _play_matches(key: jax.Array, variables: dict, *, evaluate: jax.stages.Wrapped, compiled: dict,
+                  devices: list | None, what: str) -> dict[str, float]:
+    """The scores of the matches' program, compiled into `compiled` at the first call once known to fit in memory,
+    and "eval_memory_bytes", the memory it needs on each device (where XLA's memory analysis gives it)."""
+    if not compiled:
+        compiled["program"] = memory.compile_within_memory(
+            evaluate.lower(key, variables), devices=devices, what=what,
+            lower_it="fewer evaluation games (azjax train --eval-games), fewer or lighter opponents, or "
+                     "--eval-every 0")
+        compiled["needed"] = memory.needed_memory(compiled["program"])
+    scores = {name: float(value) for name, value in parallel.fetch(compiled["program"](key, variables)).items()}
+    if compiled["needed"] is not None:
+        scores["eval_memory_bytes"] = float(compiled["needed"])  # per device, by XLA's memory analysis
+    return scores
+
+
+def _judge_positions(variables: dict, *, judge: Callable, labelled: positions_lib.LabelledPositions, states: State
+                     ) -> dict[str, float]:
+    """The network alone judged on the labelled positions (`judge`: `_network_on_positions`, jitted), and
+    "positions_seconds", the time it took."""
+    tick = time.perf_counter()
+    actions, values = parallel.fetch(judge(variables, states))
+    scores = positions_lib.judge(labelled, actions, values).to_dict(prefix="eval/")
+    scores["positions_seconds"] = round(time.perf_counter() - tick, 3)
+    return scores
 
 
 def _network_on_positions(config: Config, network, variables: dict, states: State) -> tuple[jax.Array, jax.Array]:
@@ -274,7 +287,7 @@ def _evaluate(
     *,
     config: Config,
     game: Game,
-    bots: tuple[bots_lib.Bot, ...],
+    bots: tuple[Bot, ...],
     names: tuple[str, ...],
     num_games: int,
     num_simulations: int | None,
@@ -282,11 +295,11 @@ def _evaluate(
     network,
 ) -> dict[str, jax.Array]:
     agent = make_agent(config, variables, network)
-    player = bots_lib.alphazero_bot(agent, num_simulations=num_simulations, reuse_tree=False)  # plays by .act
-    results = {}
+    player = alphazero_bot(agent, num_simulations=num_simulations, reuse_tree=False)  # plays by .act
+    scores = {}
     for match_key, name, bot in zip(jax.random.split(key, len(bots)), names, bots, strict=True):
         outcome = arena.run_games(match_key, game, player.act, bot.act, num_games, mesh=mesh).outcome
-        results[name] = jnp.mean((outcome + 1.0) / 2.0)
-    if results:
-        results["eval/score"] = jnp.mean(jnp.stack(list(results.values())))
-    return results
+        scores[name] = jnp.mean((outcome + 1.0) / 2.0)
+    if scores:
+        scores["eval/score"] = jnp.mean(jnp.stack(list(scores.values())))
+    return scores

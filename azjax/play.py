@@ -19,9 +19,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from azjax.arena import non_ending_moves
-from azjax.bots import Analysis, Bot, solve_timeouts_raised
+from azjax.bots import Analysis, Bot
 from azjax.games import Game, State
+from azjax.openings import non_ending_moves
+from azjax.perfect import solve_timeouts_raised
 from azjax.text import counted
 
 QUIT_WORDS = ("quit", "q", "exit")
@@ -54,7 +55,7 @@ def play_game(
 
     Args:
       game: any registered game.
-      bot: the opponent (see `bots.make_bot`).
+      bot: the opponent (see `agent_specs.make_bot`).
       human_player: the person's player id: 0 moves first, 1 second.
       key: randomness for the agent (and the game's start); default: a fixed key.
       input_fn: prompt -> the person's line (default `input`, echoing lines read from a pipe); EOFError or
@@ -63,29 +64,19 @@ def play_game(
       show_analysis: show the agent's value and candidate moves with each of its moves.
       num_candidates: how many candidate moves to show.
       opening_moves: moves played first, uniformly random among those that do not end the game
-        (`arena.non_ending_moves`; shown, and recorded in the moves); shorter only where every legal move would
+        (`openings.non_ending_moves`; shown, and recorded in the moves); shorter only where every legal move would
         end the game.
     Returns:
       The moves, the person's seat, the outcome for the person (None if they quit) and the last state.
     Raises:
-      SolveTimeout: Connect Four's perfect player gave up on a position (see `bots.perfect_bot`).
+      SolveTimeout: Connect Four's perfect player gave up on a position (see `perfect.perfect_bot`).
     """
     key = jax.random.key(0) if key is None else key
     input_fn = input_fn or _terminal_input
     output_fn = output_fn or print
     init_key, agent_key, opening_key = jax.random.split(key, 3)
-    analyse = jax.jit(bot.analyse)
     step = jax.jit(game.step)
-    state = game.init(init_key)
-    moves: list[str] = []
-    keep_going = jax.jit(functools.partial(non_ending_moves, game))
-    for i in range(opening_moves):
-        mask = keep_going(jax.tree.map(lambda x: x[None], state))[0]
-        if not bool(mask.any()):
-            break
-        action = int(jax.random.categorical(jax.random.fold_in(opening_key, i), jnp.where(mask, 0.0, -jnp.inf)))
-        state = step(state, action)
-        moves.append(game.action_to_string(action))
+    state, moves = _play_opening(opening_key, game, game.init(init_key), opening_moves, step)
     if moves:
         output_fn(f"Opening ({len(moves)} random moves): {' '.join(moves)}")
     output_fn(
@@ -93,10 +84,7 @@ def play_game(
         f"against {bot.name}. Type a move such as {_example(game, state)!r}; 'help' lists the legal moves, "
         "'quit' stops."
     )
-    # A bot that reuses its search tree (`Bot.memory`) keeps it through the game, following both sides' moves.
-    memory = None if bot.memory is None else bot.memory.init(jax.tree.map(lambda x: x[None], state))
-    analyse_remembering = None if bot.memory is None else jax.jit(bot.memory.analyse)
-    follow = None if bot.memory is None else jax.jit(bot.memory.follow)
+    opponent = _Opponent(bot, state)
     while not bool(state.terminated):
         output_fn(game.render(state))
         if int(state.current_player) == human_player:
@@ -106,25 +94,64 @@ def play_game(
                 return GameRecord(moves, human_player, None, state)
             action = typed
         else:
-            batch = jax.tree.map(lambda x: x[None], state)
-            agent_key_now = jax.random.fold_in(agent_key, len(moves))
-            with solve_timeouts_raised():  # Connect Four's perfect player may give up on an early position
-                if analyse_remembering is None:
-                    analysis = jax.device_get(analyse(agent_key_now, batch))
-                else:
-                    analysis, memory = analyse_remembering(agent_key_now, batch, memory)
-                    analysis = jax.device_get(analysis)
+            analysis = opponent.analyse(jax.random.fold_in(agent_key, len(moves)), state)
             action = int(analysis.action[0])
-            shown = describe_move(game, bot.name, analysis, show_analysis=show_analysis, num_candidates=num_candidates)
-            output_fn(shown)
+            output_fn(describe_move(game, bot.name, analysis, show_analysis=show_analysis,
+                                    num_candidates=num_candidates))
         moves.append(game.action_to_string(action))
         state = step(state, action)
-        if follow is not None:
-            memory = follow(memory, jnp.array([action], jnp.int32), jnp.ones(1, bool))
+        opponent.follow(action)
     outcome = float(state.rewards[human_player])
     output_fn(game.render(state))
     output_fn("You win!" if outcome > 0 else "The agent wins." if outcome < 0 else "Draw.")
     return GameRecord(moves, human_player, outcome, state)
+
+
+def _play_opening(key: jax.Array, game: Game, state: State, num_moves: int, step: Callable[[State, int], State]
+                  ) -> tuple[State, list[str]]:
+    """Up to `num_moves` uniformly random moves that do not end the game (`openings.non_ending_moves`), fewer where
+    every legal move would; the state after them and the moves in the game's notation."""
+    keep_going = jax.jit(functools.partial(non_ending_moves, game))
+    moves: list[str] = []
+    for i in range(num_moves):
+        mask = keep_going(_one(state))[0]
+        if not bool(mask.any()):
+            break
+        action = int(jax.random.categorical(jax.random.fold_in(key, i), jnp.where(mask, 0.0, -jnp.inf)))
+        state = step(state, action)
+        moves.append(game.action_to_string(action))
+    return state, moves
+
+
+class _Opponent:
+    """The bot's side of a game in the terminal: its analysis of each position (jitted, for a batch of one) and,
+    for a bot that reuses its search tree (`Bot.memory`), that tree, kept through the game and following both
+    sides' moves."""
+
+    def __init__(self, bot: Bot, state: State) -> None:
+        self._analyse = jax.jit(bot.analyse)
+        spec = bot.memory
+        self._memory = None if spec is None else spec.init(_one(state))
+        self._analyse_remembering = None if spec is None else jax.jit(spec.analyse)
+        self._follow = None if spec is None else jax.jit(spec.follow)
+
+    def analyse(self, key: jax.Array, state: State) -> Analysis:
+        """The bot's analysis of `state` (a batch of one, on the host), its memory updated."""
+        with solve_timeouts_raised():  # Connect Four's perfect player may give up on an early position
+            if self._analyse_remembering is None:
+                return jax.device_get(self._analyse(key, _one(state)))
+            analysis, self._memory = self._analyse_remembering(key, _one(state), self._memory)
+            return jax.device_get(analysis)
+
+    def follow(self, action: int) -> None:
+        """The memory, if any, follows the move `action` played in the game (by either side)."""
+        if self._follow is not None:
+            self._memory = self._follow(self._memory, jnp.array([action], jnp.int32), jnp.ones(1, bool))
+
+
+def _one(state: State) -> State:
+    """`state` as a batch of one."""
+    return jax.tree.map(lambda x: x[None], state)
 
 
 def _legal_names(game: Game, state: State) -> list[str]:

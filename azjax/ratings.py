@@ -1,6 +1,6 @@
 """Ratings from game results: Wilson score intervals for a match's score, the logistic Elo model, and a
-maximum-likelihood Bradley-Terry fit of a round robin with standard errors. Pure numpy; the arena
-(`azjax.arena`) plays the games and calls these.
+maximum-likelihood Bradley-Terry fit of a round robin with standard errors. Pure numpy; a match's results
+(`azjax.results`) and round robins (`azjax.round_robin`) call these.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Search: the network's search, on mctx. mctx is called here and in two other places: azjax/tree_reuse.py, which
-continues a kept tree for this search, and the UCT bot in azjax/bots.py, which searches with rollouts instead of a
-network.
+"""Search: the network's search, on mctx. mctx is called here and in one other place: azjax/tree_reuse.py, which
+continues a kept tree for this search (the UCT bot, azjax/uct.py, searches with rollouts and a tree of its own,
+without mctx).
 
 `run_search(variables, key, states, *, game, apply_fn, num_simulations, ...)` searches a batch of game states
 (mctx's style: arrays first, keyword-only hyperparameters); `make_search_fn(game, apply_fn, config)` binds a
@@ -21,7 +21,7 @@ Tree reuse (`SearchConfig.reuse_tree`): the search takes the tree kept from the 
 along the move played; see azjax/tree_reuse.py for how each policy treats the inherited visits.
 
 Illegal actions are masked at the root through mctx's `invalid_actions` (the inverse of `legal_action_mask`,
-inverted where mctx is called: here for the network's search, in azjax/bots.py for the UCT bot) and inside the
+inverted once, here, for mctx's policies and tree reuse's alike) and inside the
 tree by giving them the lowest prior logit; should the tree still pick one, the game's own rule (an illegal move
 loses) makes it worthless.
 """
@@ -170,7 +170,7 @@ def run_search(
         move_number = jnp.zeros(states.current_player.shape, jnp.int32)
     logits, value = evaluate_states(apply_fn, variables, game, states)
     root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states)
-    common = dict(
+    common: dict[str, Any] = dict(
         params=variables,
         rng_key=key,
         root=root,
@@ -180,12 +180,12 @@ def run_search(
         max_depth=game.max_length,
     )
     capacity = nodes_per_tree(num_simulations, reuse_tree=reuse_tree, tree_capacity=tree_capacity)
-    reuse: dict[str, Any] = dict(kept=kept, capacity=capacity) if reuse_tree else {}
+    if reuse_tree:
+        common.update(kept=kept, capacity=capacity)
     if policy == "gumbel":
         gumbel_policy = tree_reuse.gumbel_policy if reuse_tree else mctx.gumbel_muzero_policy
         output = gumbel_policy(
             **common,
-            **reuse,
             max_num_considered_actions=max_num_considered_actions,
             gumbel_scale=_gumbel_scale(gumbel_scale, gumbel_moves, move_number),
             qtransform=functools.partial(mctx.qtransform_completed_by_mix_value, value_scale=value_scale),
@@ -195,7 +195,6 @@ def run_search(
         puct_policy = tree_reuse.puct_policy if reuse_tree else mctx.muzero_policy
         output = puct_policy(
             **common,
-            **reuse,
             dirichlet_fraction=dirichlet_fraction,
             dirichlet_alpha=dirichlet_alpha,
             pb_c_init=pb_c_init,
@@ -205,8 +204,15 @@ def run_search(
         # Temperature schedule: mctx sampled from the visit counts; past the opening, play the most visited.
         most_visited = jnp.argmax(output.action_weights, axis=-1)
         action = jnp.where(move_number < temperature_moves, output.action, most_visited)
+    return _search_output(output, action.astype(jnp.int32), logits, value, num_simulations, reuse_tree=reuse_tree,
+                          return_tree=return_tree)
+
+
+def _search_output(output: mctx.PolicyOutput, action: jax.Array, logits: jax.Array, value: jax.Array,
+                   num_simulations: int, *, reuse_tree: bool, return_tree: bool) -> SearchOutput:
+    """`run_search`'s output from mctx's: the move `action` (int32 [B]) and the network's `logits` [B, A] and
+    `value` [B] at the roots, every value for the player to move there."""
     summary = output.search_tree.summary()
-    action = action.astype(jnp.int32)
     return SearchOutput(
         action=action,
         policy_target=output.action_weights,

@@ -244,32 +244,11 @@ def selfplay_step(
     search_key, reset_key, resign_key = jax.random.split(key, 3)
     state = carry.game_state
     mover = state.current_player
-    mover_one_hot = jax.nn.one_hot(mover, 2, dtype=bool)
-    search_args = (variables, search_key, state, carry.move_number, carry.tree)
-    if fast_search_fn is not None and full_search_fraction < 1.0:
-        # Its own key by fold_in, so that the three-way split above, and with it every run without playout caps,
-        # stays as it was (bench_selfplay's reference splits keys the same way).
-        full = jax.random.uniform(jax.random.fold_in(key, 3)) < full_search_fraction
-        searched = jax.lax.cond(full, search_fn, fast_search_fn, *search_args)
-        searched = searched.replace(policy_target=jnp.where(full, searched.policy_target, 0.0))
-    else:
-        searched = search_fn(*search_args)
-    next_state = jax.vmap(game.step)(state, searched.action)
-
-    # Resignation: the mover gives up when the search values its chosen move below the threshold (not the root
-    # value, which averages in the simulations spent on worse moves: a must-block position would look lost).
-    below = searched.action_value < (resign_threshold if resign_threshold is not None else -jnp.inf)
-    resigned = below & ~carry.resign_disabled
-    loss_for_mover = jnp.where(mover_one_hot, -1.0, 1.0).astype(jnp.float32)
-    next_state = next_state.replace(
-        terminated=next_state.terminated | resigned,
-        rewards=jnp.where(resigned[:, None], loss_for_mover, next_state.rewards),
-        legal_action_mask=next_state.legal_action_mask & ~resigned[:, None],
-    )
-    would_resign = carry.would_resign | (below[:, None] & mover_one_hot)
+    searched = _search_move(key, search_key, variables, carry, search_fn=search_fn, fast_search_fn=fast_search_fn,
+                            full_search_fraction=full_search_fraction)
+    next_state, resigned, would_resign = _play_or_resign(game, carry, searched, resign_threshold=resign_threshold)
     done = next_state.terminated
     would_have_resigned = (done & carry.resign_disabled)[:, None] & would_resign
-
     record = Trajectory(
         observation=jax.vmap(game.observe)(state),
         policy_target=searched.policy_target,
@@ -285,15 +264,59 @@ def selfplay_step(
         false_positive=would_have_resigned & (next_state.rewards > -1.0),
         state=state,
     )
+    carry = _restart_finished(reset_key, resign_key, game, carry, next_state, would_resign, searched,
+                              opening_moves=opening_moves, resign_disabled_fraction=resign_disabled_fraction,
+                              keep_unfinished=keep_unfinished)
+    return carry, record
 
-    # Finished games restart in place; a restarted slot draws anew whether it may resign.
+
+def _search_move(key: jax.Array, search_key: jax.Array, variables: dict, carry: SelfPlayState, *,
+                 search_fn: SearchFn, fast_search_fn: SearchFn | None, full_search_fraction: float) -> SearchOutput:
+    """The step's search of the B games: in full, or with playout caps the whole batch fast with probability
+    1 - `full_search_fraction` (recording no policy target: zeros)."""
+    search_args = (variables, search_key, carry.game_state, carry.move_number, carry.tree)
+    if fast_search_fn is None or full_search_fraction >= 1.0:
+        return search_fn(*search_args)
+    # Its own key by fold_in of the step's key, so that the step's three-way split, and with it every run without
+    # playout caps, stays as it was (bench_selfplay's reference splits keys the same way).
+    full = jax.random.uniform(jax.random.fold_in(key, 3)) < full_search_fraction
+    searched = jax.lax.cond(full, search_fn, fast_search_fn, *search_args)
+    return searched.replace(policy_target=jnp.where(full, searched.policy_target, 0.0))
+
+
+def _play_or_resign(game: Game, carry: SelfPlayState, searched: SearchOutput, *,
+                    resign_threshold: float | None) -> tuple[State, jax.Array, jax.Array]:
+    """The games after the searched moves, where a mover who resigns loses instead: the states [B], who resigned
+    (bool [B]) and, per game and seat, whether that seat would have resigned so far (bool [B, 2])."""
+    state = carry.game_state
+    mover_one_hot = jax.nn.one_hot(state.current_player, 2, dtype=bool)
+    next_state = jax.vmap(game.step)(state, searched.action)
+    # The mover gives up when the search values its chosen move below the threshold (not the root value, which
+    # averages in the simulations spent on worse moves: a must-block position would look lost).
+    below = searched.action_value < (resign_threshold if resign_threshold is not None else -jnp.inf)
+    resigned = below & ~carry.resign_disabled
+    loss_for_mover = jnp.where(mover_one_hot, -1.0, 1.0).astype(jnp.float32)
+    next_state = next_state.replace(
+        terminated=next_state.terminated | resigned,
+        rewards=jnp.where(resigned[:, None], loss_for_mover, next_state.rewards),
+        legal_action_mask=next_state.legal_action_mask & ~resigned[:, None],
+    )
+    return next_state, resigned, carry.would_resign | (below[:, None] & mover_one_hot)
+
+
+def _restart_finished(reset_key: jax.Array, resign_key: jax.Array, game: Game, carry: SelfPlayState,
+                      next_state: State, would_resign: jax.Array, searched: SearchOutput, *, opening_moves: int,
+                      resign_disabled_fraction: float, keep_unfinished: bool) -> SelfPlayState:
+    """The games in progress after the step: finished ones restart in place (a restarted slot draws anew whether
+    it may resign), the others go on."""
+    done = next_state.terminated
     fresh, fresh_move_number = new_games(reset_key, game, num_games=done.shape[0], opening_moves=opening_moves)
     game_state = jax.tree.map(lambda f, n: jnp.where(_expand(done, n), f, n), fresh, next_state)
     new_disabled = jax.random.uniform(resign_key, done.shape) < resign_disabled_fraction
     # Only keep_unfinished stores a game's positions before it ends; counting them otherwise would make a run resumed
     # with keep_unfinished settle ring rows that hold other games' positions, or none (see store_positions).
     pending = jnp.where(done, 0, carry.pending + 1) if keep_unfinished else jnp.zeros_like(carry.pending)
-    carry = SelfPlayState(
+    return SelfPlayState(
         game_state=game_state,
         move_number=jnp.where(done, fresh_move_number, carry.move_number + 1),
         resign_disabled=jnp.where(done, new_disabled, carry.resign_disabled),
@@ -301,7 +324,6 @@ def selfplay_step(
         pending=pending,
         tree=_next_tree(carry.tree, searched, done),
     )
-    return carry, record
 
 
 def policy_surprise(policy_target: jax.Array, prior_logits: jax.Array) -> jax.Array:

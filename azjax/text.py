@@ -1,4 +1,5 @@
-"""Wording shared by every printed message: a count beside its noun, a figure that rounding cannot overstate."""
+"""Wording shared by every printed message: a count beside its noun, a figure that rounding cannot overstate, the
+first line of an error quoted."""
 
 from __future__ import annotations
 
@@ -25,3 +26,11 @@ def figure(value: float, digits: int = 3) -> str:
         digits += 1
         text = f"{value:.{digits}f}"
     return text
+
+
+def first_line(error: BaseException) -> str:
+    """The first line of an error's message (its type's name if it has none), cut to 300 characters: what a message
+    of ours quotes of an error raised by a library (orbax, tensorstore) whose full text may run to pages."""
+    text = str(error).strip().splitlines()
+    line = text[0] if text else type(error).__name__
+    return line if len(line) <= 300 else line[:297] + "..."

@@ -11,36 +11,33 @@ loss or parameter stops training at once (`NonFiniteError`) and never reaches a 
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import json
+import functools
 import math
-import signal
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-from azjax import checkpointing, evaluation, memory, networks, parallel, pretrained, rundir
+from azjax import checkpointing, evaluation, exports, memory, parallel, rundir
 from azjax.config import TIME_BUDGET_ITERATIONS, Config, ConfigError
+from azjax.interrupts import StopSignals
+from azjax.layout import default_layout, run_devices
+from azjax.run_log import Console, append_record, plot_learning_curves, tensorboard_writer
 from azjax.text import counted, figure
 from azjax.training import (
+    Components,
     RunState,
     budget_progress,
     init_run_state,
     learning_rate,
+    make_components,
     make_train_iteration,
     shard_run_state,
-    split_batches,
 )
-
-if TYPE_CHECKING:
-    from tqdm import tqdm
+from azjax.warm_start import warm_start_weights
 
 _clock = time.perf_counter  # the loop's clock for --seconds and the logged times (tests substitute a fake one)
 
@@ -95,7 +92,7 @@ def train(
 
     If `run_dir` already holds a checkpoint, the run resumes from it: its game and seed, and every setting that
     shapes the checkpoint's arrays (the network's architecture, the number of games, the replay capacity and what
-    the replay records, the optimizer; `checkpointing.compare_configs`), must match `config` (CheckpointError
+    the replay records, the optimizer; `compatibility.compare_configs`), must match `config` (CheckpointError
     otherwise); other settings may change and are logged. A run resumed with the same config reproduces an
     uninterrupted one bitwise. `config.json` is written when training proceeds, not when the run has already
     trained `config.num_iterations`.
@@ -157,23 +154,12 @@ def train(
     (`networks.NetworkError`, naming the output that is wrong).
     """
     config.validate()
-    game = config.make_game()
-    checked = network if network is not None else networks.network_of(config, game)
-    networks.check_network(checked, game, reply_policy=config.train.reply_policy_weight > 0,
-                           name=config.network.module or None)
     if max_seconds is not None and not (math.isfinite(max_seconds) and max_seconds > 0):
         raise ConfigError(f"max_seconds must be a finite number of seconds > 0 (or None: no limit), got {max_seconds}")
     primary = parallel.is_primary()  # over several processes, process 0 alone writes files and talks
     if not primary:
         log, progress = (lambda _: None), False
-    if jax.process_count() > 1:  # every process's devices take part: the mesh spans them all
-        devices = run_devices(config, num_devices or len(jax.devices()))
-        log(f"Devices: {len(devices)} {devices[0].platform} devices over {jax.process_count()} processes.")
-    elif num_devices is None:
-        devices, reason = default_layout(config, own_network=network is not None)
-        log(f"Devices: {reason}.")
-    else:
-        devices = run_devices(config, num_devices)
+    devices = _session_devices(config, num_devices, own_network=network is not None, log=log)
     run_dir = Path(run_dir)
     checkpoints = checkpointing.CheckpointManager(run_dir, keep=keep_checkpoints, best_metric=best_metric)
     resumed_from, config = _check_run_dir(run_dir, config, checkpoints, log)
@@ -182,24 +168,12 @@ def train(
             f"--init-from starts a new run, but {run_dir} holds one (iteration {resumed_from}): pass a new --out, "
             "or resume it without --init-from"
         )
-    console = _Console(log)  # every line of the loop goes through it, beside the progress bar once one shows
-    with _StopSignals(console.write) as stop:  # until train returns, SIGINT / SIGTERM ask to stop between iterations
-        if resumed_from is not None:
-            run_state = checkpoints.restore(config, network=network)
-        else:
-            weights = None if init_from is None else warm_start_weights(config, init_from, log, network=network)
-            run_state = init_run_state(config, network=network)
-            if weights is not None:  # the optimizer's state does not depend on the weights' values
-                run_state = run_state.replace(train_state=run_state.train_state.with_variables(weights))
+    parts = make_components(config, network)  # checks the network against the contract before anything runs
+    console = Console(log)  # every line of the loop goes through it, beside the progress bar once one shows
+    with StopSignals(console.write) as stop:  # until train returns, SIGINT / SIGTERM ask to stop between iterations
+        run_state = _starting_run_state(config, checkpoints, resumed_from, init_from, network, log)
         start_iteration = int(run_state.iteration)
-        if resumed_from is not None and start_iteration < config.num_iterations:
-            until = ("until its time is spent" if config.num_iterations >= TIME_BUDGET_ITERATIONS
-                     else f"training to {config.num_iterations}")  # a run that --seconds alone ends counts none
-            log(f"Resuming {run_dir} from iteration {resumed_from} ({until}).")
-        # Where the schedule stands, when that means something: not for fewer iterations than already trained.
-        if resumed_from is not None and config.train.lr_schedule == "cosine" and (
-                start_iteration <= config.num_iterations):
-            log(_schedule_note(config, run_state))
+        _say_where_it_resumes(config, run_dir, run_state, resumed_from, log)
         if start_iteration >= config.num_iterations:  # nothing to do: the run directory stays as it is
             log(f"{run_dir} has already trained {counted(start_iteration, 'iteration')}; pass more --iterations to "
                 "go on.")
@@ -211,75 +185,22 @@ def train(
         if primary:
             rundir.write_config(run_dir, config)
             rundir.truncate_metrics(run_dir, start_iteration)  # iterations after the checkpoint are redone
-
-        start = _clock()  # the session's clock (--seconds, the records' "time") counts the compilation too
+        loop = _Loop(
+            config=config, run_dir=run_dir, checkpoints=checkpoints, console=console, stop=stop,
+            start=_clock(),  # the session's clock (--seconds, the records' "time") counts the compilation too
+            max_seconds=max_seconds, checkpoint_every=checkpoint_every, stop_when_perfect=stop_when_perfect,
+            evaluations=_Evaluations(
+                every=eval_every, evaluator=evaluator, checkpoints=checkpoints, config=config,
+                make_evaluator=functools.partial(evaluation.make_evaluator, config, mesh=mesh, num_games=eval_games,
+                                                 opponents=eval_opponents, network=network)),
+        )
         with stop.holding():
-            iteration_fn = _compile_iteration(config, run_state, mesh, devices, console.write, network)
-        positions_per_iteration = config.selfplay.positions_per_iteration
-        history: list[dict] = []
-        writer = _tensorboard_writer(run_dir, purge_step=start_iteration + 1) if primary else None
+            iteration_fn = _compile_iteration(config, run_state, mesh, devices, console.write, parts)
+        writer = tensorboard_writer(run_dir, purge_step=start_iteration + 1) if primary else None
         if progress:
             console.show_bar(start_iteration, config.num_iterations)
-        # The budget already spent, by iterations or time: the rest of it is spread over this session's seconds.
-        time_start = float(budget_progress(run_state, config.num_iterations))
-        stop_reason = "iterations"
-        evaluating, evaluated, saved_before_evaluation = eval_every > 0, False, None
         try:
-            for iteration in range(start_iteration + 1, config.num_iterations + 1):
-                elapsed, interrupted = _agreed_progress(start, stop)
-                if interrupted:  # checked between iterations: a donated, jitted iteration is never cut short
-                    stop_reason = "interrupted"
-                    break
-                if max_seconds is not None:  # the schedule spans what remained of it when this session began
-                    spent = min(elapsed / max_seconds, 1.0)
-                    time_progress = np.float32(time_start + (1.0 - time_start) * spent)
-                    run_state = run_state.replace(
-                        time_progress=parallel.put(time_progress, run_state.time_progress.sharding))
-                tick = _clock()
-                run_state, metrics = iteration_fn(run_state)
-                metrics = {name: float(value) for name, value in jax.device_get(metrics).items()}
-                seconds = _clock() - tick
-                _check_finite(metrics, iteration, run_dir, config, checkpoints)
-                record = {
-                    "iteration": iteration,
-                    "time": round(_clock() - start, 3),
-                    "iteration_seconds": round(seconds, 4),
-                    "positions_per_second": positions_per_iteration / seconds,
-                    "simulations_per_second": positions_per_iteration * config.search.num_simulations / seconds,
-                    **metrics,
-                }
-                out_of_time = max_seconds is not None and _agreed_progress(start, stop)[0] >= max_seconds
-                if evaluating and (iteration % eval_every == 0 or out_of_time):  # the last network is scored
-                    if not evaluated:  # its first run in this process: the training is saved before it
-                        saved_before_evaluation = _save_once(checkpoints, run_state, config, record)
-                    try:
-                        evaluator = evaluator or evaluation.make_evaluator(
-                            config, mesh=mesh, num_games=eval_games, opponents=eval_opponents, network=network)
-                        record.update(_evaluate(evaluator, config, iteration, run_state, console.write))
-                        evaluated = True
-                    except Exception as error:  # noqa: BLE001 - whatever fails in the evaluation, training goes on
-                        evaluating = False
-                        console.write(_evaluation_failed(error, iteration, checkpoints.latest_step()))
-                if record.get("sgd_steps", 1) == 0 and (not history or history[-1].get("sgd_steps", 1) > 0):
-                    console.write(_no_sgd_note(record, config))
-                history.append(record)
-                if primary:
-                    _log_record(run_dir, writer, record)
-                console.advance(_summary(record))
-                # Evaluation metrics ("eval/...") belong in `record` by here, so that a new best is saved at once.
-                if iteration % checkpoint_every == 0 or checkpoints.is_new_best(record):
-                    checkpoints.save(run_state, config, record, replace=saved_before_evaluation == iteration)
-                if out_of_time:
-                    stop_reason = "seconds"
-                    break
-                if plays_perfectly(record):  # said at the last iteration too, where there is nothing left to stop
-                    stops = stop_when_perfect and iteration < config.num_iterations
-                    console.write(f"iteration {iteration}: the network plays perfectly (its top move is optimal in "
-                                  "every labelled position and it never lost to the perfect player)"
-                                  + (", so training stops here." if stops else "."))
-                    if stops:
-                        stop_reason = "perfect"
-                        break
+            run_state, history, stop_reason = loop.run(iteration_fn, run_state, writer)
         finally:
             console.close_bar()
             if writer is not None:
@@ -287,69 +208,162 @@ def train(
         if int(run_state.iteration) > (checkpoints.latest_step() or 0):
             checkpoints.save(run_state, config, history[-1] if history else None)
     if primary:
-        _plot(run_dir)
+        plot_learning_curves(run_dir)
     return TrainResult(run_state, history, resumed_from, stop_reason, checkpoints.latest_step())
 
 
-# Splitting a CPU run over one jax device per core pays only when each batched network evaluation is large:
-# XLA already spreads one device's convolutions over the cores. experiments/bench_layout.py, 2-core CPU,
-# 2026-11-24 (experiments/results/bench_layout_cpu.txt): tic-tac-toe's preset (26M multiply-adds per evaluation)
-# ran 2.0x faster on one device; Connect Four (248M), Othello 6x6 (212M), Brandub (202M) and Gomoku 9x9 (478M)
-# 1.08-1.33x faster on two.
-CPU_SPLIT_MIN_MACS = 100e6
-
-
-def evaluation_macs(config: Config, board_cells: int) -> float:
-    """Multiply-adds of the network's 3x3 convolutions in one evaluation of all `selfplay.num_games` positions
-    (the stem and two per residual block; the heads are small beside them), on a board of `board_cells` cells."""
-    net = config.network
-    return config.selfplay.num_games * board_cells * 9 * net.num_channels**2 * (2 * net.num_blocks + 1)
-
-
-def default_layout(config: Config, devices: list[jax.Device] | None = None, *,
-                   own_network: bool = False) -> tuple[list[jax.Device], str]:
-    """The devices a run uses when none are asked for, and why: of `devices` (default `jax.devices()`), as many
-    as divide the batches evenly; on a CPU, one device when the network's evaluations are too small to gain from
-    the split (below CPU_SPLIT_MIN_MACS multiply-adds, measured by experiments/bench_layout.py), and for a network
-    of one's own (`config.network.module`, or `own_network`: one given to `train`), whose cost the rule does not
-    know."""
-    chosen = parallel.most_devices(*split_batches(config).values(), devices=devices)
-    platform = chosen[0].platform
-    if len(chosen) == 1:
-        return chosen, f"one {platform} device"
-    if platform != "cpu":
-        return chosen, f"{len(chosen)} {platform} devices, the games and the SGD batch split over them"
-    if own_network or config.network.module:
-        return chosen[:1], ("one CPU device: XLA spreads one device's work over the cores, and the rule that splits "
-                            "a CPU run knows the ResNet's cost, not your network's; --devices N splits it")
-
-    cells = math.prod(config.make_game().observation_shape[:-1])
-    macs = evaluation_macs(config, cells)
-    if macs < CPU_SPLIT_MIN_MACS:
-        return chosen[:1], (
-            f"one CPU device: a network evaluation of the {config.selfplay.num_games} games is "
-            f"{macs / 1e6:.0f}M multiply-adds, below the {CPU_SPLIT_MIN_MACS / 1e6:.0f}M at which splitting over "
-            "the cores pays (XLA spreads one device's convolutions over them); --devices overrides"
-        )
-    return chosen, (
-        f"{len(chosen)} CPU devices (one per core): a network evaluation of the {config.selfplay.num_games} games is "
-        f"{macs / 1e6:.0f}M multiply-adds, enough for the split to pay; --devices overrides"
-    )
-
-
-def run_devices(config: Config, num_devices: int | None = None) -> list[jax.Device]:
-    """The devices a run uses: `num_devices` of `jax.devices()`, or (None) `default_layout(config)`'s.
-
-    Raises:
-      ConfigError: `num_devices` is < 1, more than there are, or does not divide `selfplay.num_games` and
-        `train.batch_size`.
-    """
+def _session_devices(config: Config, num_devices: int | None, *, own_network: bool,
+                     log: Callable[[str], None]) -> list[jax.Device]:
+    """The devices this session trains on: over several processes all of theirs (or `num_devices`), else
+    `num_devices` of this process's or, when none is asked for, `default_layout`'s (said with its reason)."""
+    if jax.process_count() > 1:  # every process's devices take part: the mesh spans them all
+        devices = run_devices(config, num_devices or len(jax.devices()))
+        log(f"Devices: {len(devices)} {devices[0].platform} devices over {jax.process_count()} processes.")
+        return devices
     if num_devices is None:
-        return default_layout(config)[0]
-    try:
-        return parallel.choose_devices(num_devices, split_batches(config))
-    except ValueError as error:
-        raise ConfigError(str(error)) from None
+        devices, reason = default_layout(config, own_network=own_network)
+        log(f"Devices: {reason}.")
+        return devices
+    return run_devices(config, num_devices)
+
+
+def _starting_run_state(config: Config, checkpoints: checkpointing.CheckpointManager, resumed_from: int | None,
+                        init_from: str | Path | None, network, log: Callable[[str], None]) -> RunState:
+    """The run state the session starts from: the checkpoint it resumes, or a fresh one (from `init_from`'s weights
+    where given)."""
+    if resumed_from is not None:
+        return checkpoints.restore(config, network=network)
+    weights = None if init_from is None else warm_start_weights(config, init_from, log, network=network)
+    run_state = init_run_state(config, network=network)
+    if weights is not None:  # the optimizer's state does not depend on the weights' values
+        run_state = run_state.replace(train_state=run_state.train_state.with_variables(weights))
+    return run_state
+
+
+def _say_where_it_resumes(config: Config, run_dir: Path, run_state: RunState, resumed_from: int | None,
+                          log: Callable[[str], None]) -> None:
+    """For a resumed run with iterations left: where it resumes, how far it goes and where its schedule stands."""
+    start_iteration = int(run_state.iteration)
+    if resumed_from is None or start_iteration > config.num_iterations:
+        return
+    if start_iteration < config.num_iterations:
+        until = ("until its time is spent" if config.num_iterations >= TIME_BUDGET_ITERATIONS
+                 else f"training to {config.num_iterations}")  # a run that --seconds alone ends counts none
+        log(f"Resuming {run_dir} from iteration {resumed_from} ({until}).")
+    if config.train.lr_schedule == "cosine":
+        log(_schedule_note(config, run_state))
+
+
+@dataclasses.dataclass
+class _Evaluations:
+    """The evaluations of a session: every `every` iterations (0: never) and after a timed run's last one. The
+    first of the process saves the run before it; one that fails is said in a line and turns them off."""
+
+    every: int
+    evaluator: Callable[[jax.Array, dict], dict[str, float]] | None  # None: `make_evaluator()`, made when first due
+    make_evaluator: Callable[[], Callable[[jax.Array, dict], dict[str, float]]]
+    checkpoints: checkpointing.CheckpointManager
+    config: Config
+    done: bool = False  # one has run in this process
+    saved_before: int | None = None  # the iteration saved before the first one, if it was not saved already
+
+    def __post_init__(self):
+        self.on = self.every > 0
+
+    def due(self, iteration: int, out_of_time: bool) -> bool:
+        return self.on and (iteration % self.every == 0 or out_of_time)
+
+    def run(self, iteration: int, run_state: RunState, record: dict, write: Callable[[str], None]) -> None:
+        """Adds the evaluation's "eval/..." figures to `record` (or turns evaluations off if it fails)."""
+        if not self.done:
+            self.saved_before = _save_once(self.checkpoints, run_state, self.config, record)
+        try:
+            self.evaluator = self.evaluator or self.make_evaluator()
+            record.update(_evaluate(self.evaluator, self.config, iteration, run_state, write))
+            self.done = True
+        except Exception as error:  # noqa: BLE001 - whatever fails in the evaluation, training goes on
+            self.on = False
+            write(_evaluation_failed(error, iteration, self.checkpoints.latest_step()))
+
+
+@dataclasses.dataclass
+class _Loop:
+    """The iterations of a session and what follows each: its record, evaluation, log, checkpoint and stop rules."""
+
+    config: Config
+    run_dir: Path
+    checkpoints: checkpointing.CheckpointManager
+    console: Console
+    stop: StopSignals
+    start: float  # the session's clock at its start
+    max_seconds: float | None
+    checkpoint_every: int
+    stop_when_perfect: bool
+    evaluations: _Evaluations
+
+    def run(self, iteration_fn: Callable[[RunState], tuple[RunState, dict]], run_state: RunState,
+            writer) -> tuple[RunState, list[dict], str]:
+        """Trains from `run_state` until a stop rule ends the session: the run state, the records and the reason."""
+        config = self.config
+        time_start = float(budget_progress(run_state, config.num_iterations))  # the budget spent before this session
+        history: list[dict] = []
+        for iteration in range(int(run_state.iteration) + 1, config.num_iterations + 1):
+            elapsed, interrupted = _agreed_progress(self.start, self.stop)
+            if interrupted:  # checked between iterations: a donated, jitted iteration is never cut short
+                return run_state, history, "interrupted"
+            if self.max_seconds is not None:  # the schedule spans what remained of it when this session began
+                spent = min(elapsed / self.max_seconds, 1.0)
+                time_progress = np.float32(time_start + (1.0 - time_start) * spent)
+                run_state = run_state.replace(
+                    time_progress=parallel.put(time_progress, run_state.time_progress.sharding))
+            run_state, record = self._iterate(iteration_fn, run_state, iteration)
+            out_of_time = (self.max_seconds is not None
+                           and _agreed_progress(self.start, self.stop)[0] >= self.max_seconds)
+            if self.evaluations.due(iteration, out_of_time):  # the last network of a timed run is scored
+                self.evaluations.run(iteration, run_state, record, self.console.write)
+            self._report(record, history, writer)
+            # Evaluation metrics ("eval/...") belong in `record` by here, so that a new best is saved at once.
+            if iteration % self.checkpoint_every == 0 or self.checkpoints.is_new_best(record):
+                self.checkpoints.save(run_state, config, record, replace=self.evaluations.saved_before == iteration)
+            if out_of_time:
+                return run_state, history, "seconds"
+            if plays_perfectly(record) and self._stops_when_perfect(iteration):
+                return run_state, history, "perfect"
+        return run_state, history, "iterations"
+
+    def _iterate(self, iteration_fn, run_state: RunState, iteration: int) -> tuple[RunState, dict]:
+        """Runs one iteration; the next run state and the iteration's record (NonFiniteError if it diverged)."""
+        tick = _clock()
+        run_state, metrics = iteration_fn(run_state)
+        metrics = {name: float(value) for name, value in jax.device_get(metrics).items()}
+        seconds = _clock() - tick
+        _check_finite(metrics, iteration, self.run_dir, self.config, self.checkpoints)
+        positions = self.config.selfplay.positions_per_iteration
+        return run_state, {
+            "iteration": iteration,
+            "time": round(_clock() - self.start, 3),
+            "iteration_seconds": round(seconds, 4),
+            "positions_per_second": positions / seconds,
+            "simulations_per_second": positions * self.config.search.num_simulations / seconds,
+            **metrics,
+        }
+
+    def _report(self, record: dict, history: list[dict], writer) -> None:
+        """The record into the history, the metrics log and TensorBoard (process 0), and the progress bar."""
+        if record.get("sgd_steps", 1) == 0 and (not history or history[-1].get("sgd_steps", 1) > 0):
+            self.console.write(_no_sgd_note(record, self.config))
+        history.append(record)
+        if parallel.is_primary():
+            append_record(self.run_dir, writer, record)
+        self.console.advance(_summary(record))
+
+    def _stops_when_perfect(self, iteration: int) -> bool:
+        """Says that the network plays perfectly (at the last iteration too); whether the session stops for it."""
+        stops = self.stop_when_perfect and iteration < self.config.num_iterations
+        self.console.write(f"iteration {iteration}: the network plays perfectly (its top move is optimal in every "
+                           "labelled position and it never lost to the perfect player)"
+                           + (", so training stops here." if stops else "."))
+        return stops
 
 
 def plays_perfectly(record: dict) -> bool:
@@ -357,75 +371,6 @@ def plays_perfectly(record: dict) -> bool:
     labelled position ("eval/optimal_move_rate" 1) and no loss to the perfect player ("eval/perfect" 0.5: it
     cannot win, so a score of a half is all draws). Only games with both (tic-tac-toe's default evaluation)."""
     return record.get("eval/optimal_move_rate") == 1.0 and record.get("eval/perfect", 0.0) >= 0.5
-
-
-def warm_start_config(config: Config, source: Config, keep: frozenset[str] = frozenset()) -> tuple[Config, list[str]]:
-    """The settings a new run that starts from `source`'s network (`train(init_from=...)`) should train with, and a
-    line for each change; fields named in `keep` ("network.num_channels", ...: those a user set) stay as they are.
-    `azjax train --init-from` applies this to the preset with the command line's options.
-
-    - The network's shape is the source's (blocks, channels, heads), its precision (`compute_dtype`) `config`'s: the
-      weights fit without a --network option.
-    - The learning rate warms up until the replay buffer first fills (`replay_capacity` / (num_games x num_steps)
-      iterations of `num_sgd_steps`), not over `warmup_steps` only: a fresh replay holds one iteration's positions,
-      and the preset's peak rate on them undoes a trained network at once (Connect Four's shipped agent: 95.4% optimal
-      moves, 92.5% after one iteration at the preset's 100 steps of warm-up, 95.2% with 2,000).
-    - The observation version is the source's (`observation_version`): the network reads the planes it learnt on.
-    Nothing changes for a source of another game (`warm_start_weights` refuses it).
-    """
-    if source.game != config.game:
-        return config, []
-    changes = []
-    if "observation_version" not in keep and source.observation_version != config.observation_version:
-        version = checkpointing.observation_version(source)
-        if version != checkpointing.observation_version(config):
-            changes.append(f"observation_version={version} (the source's input planes)")
-        config = dataclasses.replace(config, observation_version=version)
-    network = dataclasses.replace(source.network, **{
-        field.name: getattr(config.network, field.name) for field in dataclasses.fields(config.network)
-        if field.name == "compute_dtype" or f"network.{field.name}" in keep})
-    if network != config.network:
-        changes.append(f"the source's network ({network.num_blocks} blocks x {network.num_channels} channels)")
-    fill_iterations = math.ceil(config.train.replay_capacity / config.selfplay.positions_per_iteration)
-    fill = fill_iterations * config.train.num_sgd_steps
-    train = config.train
-    if "train.warmup_steps" not in keep and fill > train.warmup_steps:
-        changes.append(f"train.warmup_steps={fill} (the learning rate warms up until the replay buffer first fills)")
-        train = dataclasses.replace(train, warmup_steps=fill)
-    return dataclasses.replace(config, network=network, train=train), changes
-
-
-def warm_start_weights(config: Config, source: str | Path, log: Callable[[str], None] = print, *,
-                       network=None) -> dict:
-    """The network weights ({"params", "batch_stats"}) of `source` (a run directory, an export or "pretrained:GAME"),
-    checked to fit `config`'s network before anything is built (`train(init_from=...)` starts from them).
-
-    Raises:
-      CheckpointError: the source cannot be loaded, is of another game, or one of its arrays has another shape
-        than `config`'s network (the message names the first and what to change).
-    """
-    saved, variables = checkpointing.restore_model(source)
-    if saved.game != config.game:
-        raise checkpointing.CheckpointError(
-            f"--init-from {source}: it was trained on {saved.game}, and this run plays {config.game}; start from a "
-            f"network of {config.game}, or pass --game {saved.game}"
-        )
-    template = pretrained.model_template(config, network)
-    mismatch = pretrained.first_mismatch(template, variables)
-    if mismatch is not None:
-        changed = [(f"network.{field.name}", getattr(saved.network, field.name), getattr(config.network, field.name))
-                   for field in dataclasses.fields(saved.network)
-                   if getattr(saved.network, field.name) != getattr(config.network, field.name)]
-        there, here = checkpointing.observation_version(saved), checkpointing.observation_version(config)
-        if there != here:
-            changed.append(("observation_version", there, here))
-        differences = ", ".join(f"{name} ({there} there, {here} here)" for name, there, here in changed)
-        options = " ".join(f"--{name} {there}" for name, there, _ in changed)
-        fix = (f"its network differs in {differences}: pass {options}" if changed
-               else "the game's observation or actions differ from those it was trained on")
-        raise checkpointing.CheckpointError(f"cannot start from {source}: {mismatch}; {fix}")
-    log(f"Starting from the network of {source}; the optimizer, replay buffer and games start fresh.")
-    return jax.tree.map(lambda new, like: jnp.asarray(new, like.dtype), variables, template)
 
 
 def _check_run_dir(
@@ -436,7 +381,7 @@ def _check_run_dir(
     reading the planes it started on when its game has since moved to other ones."""
     if run_dir.exists() and not run_dir.is_dir():
         raise checkpointing.CheckpointError(f"{run_dir} is a file, not a run directory; pass a directory as --out")
-    if (run_dir / checkpointing.EXPORT_FILE).is_file():
+    if (run_dir / exports.EXPORT_FILE).is_file():
         raise checkpointing.CheckpointError(
             f"{run_dir} is an exported model, not a run directory: it cannot be trained further; pass a new --out"
         )
@@ -498,75 +443,7 @@ def _check_finite(
     )
 
 
-class _StopSignals:
-    """Turns the first SIGINT (Ctrl-C) or SIGTERM into a request, `requested`, to stop between iterations.
-
-    The handler only sets a flag: the iteration is a jitted call on donated buffers, and cutting it short would
-    lose the run state. A second signal stops at once, through the handler that was there before (Python's Ctrl-C
-    raises KeyboardInterrupt, SIGTERM terminates; `azjax train` installs one that exits at once); checkpoints are
-    written atomically, so the last one stays loadable. While JAX traces and compiles (`holding()`), a
-    KeyboardInterrupt waits until it is done: one raised inside the tracing leaves XLA's half-built program to be
-    freed as the exception unwinds, which crashes the interpreter. Outside the main thread (where Python delivers
-    signals) it installs nothing, and a signal the process was told to ignore (e.g. SIGINT of a background job)
-    stays ignored.
-    """
-
-    def __init__(self, log: Callable[[str], None]):
-        self.requested: str | None = None  # the name of the signal that asked to stop
-        self._log = log
-        self._previous: dict[int, Callable | int | None] = {}
-        self._holding = False
-        self._held: int | None = None  # a second signal that waits for the end of `holding()`
-
-    def __enter__(self) -> _StopSignals:
-        if threading.current_thread() is threading.main_thread():
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                if signal.getsignal(signum) is not signal.SIG_IGN:
-                    self._previous[signum] = signal.signal(signum, self._handle)
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self._restore()
-
-    @contextlib.contextmanager
-    def holding(self):
-        """A section (JAX's tracing and compilation) out of which a second Ctrl-C's KeyboardInterrupt is kept."""
-        self._holding = True
-        try:
-            yield
-        finally:
-            self._holding = False
-        if self._held is not None:
-            self._stop_at_once(self._held)
-
-    def _handle(self, signum: int, frame) -> None:
-        if self.requested is None:
-            self.requested = signal.Signals(signum).name
-            self._log(
-                f"\n{self.requested} received: stopping after this iteration and saving a checkpoint "
-                "(send it again to stop at once; the last checkpoint is kept)."
-            )
-        elif self._holding and self._previous.get(signum) is signal.default_int_handler:
-            self._held = signum
-        else:
-            self._stop_at_once(signum)
-
-    def _stop_at_once(self, signum: int) -> None:
-        """Hands `signum` to the handler that was there before: it raises, exits or terminates the process."""
-        previous = self._previous.get(signum)
-        self._restore()
-        if callable(previous):
-            previous(signum, None)
-        else:  # the default action (SIGTERM terminates), which only the signal itself can take
-            signal.raise_signal(signum)
-
-    def _restore(self) -> None:
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
-        self._previous = {}
-
-
-def _agreed_progress(start: float, stop: _StopSignals) -> tuple[float, bool]:
+def _agreed_progress(start: float, stop: StopSignals) -> tuple[float, bool]:
     """Seconds since `start` and whether a stop was asked, the same in every process of a run: process 0's clock
     (so that all follow one schedule and stop at the same iteration) and a stop asked of any of them."""
     seen = parallel.gather(np.array([_clock() - start, stop.requested is not None], np.float64))  # [P, 2]
@@ -588,7 +465,7 @@ def describe_iteration(config: Config) -> str:
 
 
 def _compile_iteration(config: Config, run_state: RunState, mesh, devices: list[jax.Device],
-                       log: Callable[[str], None], network=None) -> jax.stages.Compiled:
+                       log: Callable[[str], None], parts: Components) -> jax.stages.Compiled:
     """The training iteration compiled ahead (it takes `run_state`, donated, and returns the next one and the
     metrics), after checking that it fits in the devices' memory; says that it compiles, and for how long.
 
@@ -599,7 +476,7 @@ def _compile_iteration(config: Config, run_state: RunState, mesh, devices: list[
     log(f"Compiling the training iteration ({describe_iteration(config)}); the first one takes a while ...")
     tick = time.perf_counter()
     compiled = memory.compile_within_memory(
-        jax.jit(make_train_iteration(config, mesh=mesh, network=network), donate_argnums=0).lower(run_state),
+        jax.jit(make_train_iteration(config, mesh=mesh, parts=parts), donate_argnums=0).lower(run_state),
         what=f"the training iteration of {config.game} ({selfplay.num_games} games, replay of "
              f"{train.replay_capacity} positions)",
         lower_it="fewer games (--selfplay.num_games), fewer moves per iteration (--selfplay.num_steps), a smaller "
@@ -653,16 +530,6 @@ def _evaluate(
     return {**results, "eval_seconds": round(seconds, 3)}
 
 
-def _log_record(run_dir: Path, writer, record: dict) -> None:
-    with rundir.metrics_path(run_dir).open("a") as f:
-        f.write(json.dumps(record) + "\n")
-    if writer is not None:
-        for name, value in record.items():
-            if name != "iteration":
-                writer.add_scalar(name, value, record["iteration"])
-        writer.flush()
-
-
 def _no_sgd_note(record: dict, config: Config) -> str:
     """Why an iteration trained nothing: the replay holds fewer positions of finished games than an SGD batch."""
     pending = int(record.get("positions_pending", 0))
@@ -678,97 +545,3 @@ def _summary(record: dict) -> str:
     return f"{record['positions_per_second']:,.0f} pos/s  {loss}  draws {record['draw_rate']:.0%}"
 
 
-def _tensorboard_writer(run_dir: Path, purge_step: int):
-    try:
-        from tensorboardX import SummaryWriter
-    except ImportError:  # TensorBoard logs are a convenience; the JSONL log always exists
-        return None
-    # purge_step hides events a resumed run redoes (logged after its checkpoint by the interrupted session).
-    return SummaryWriter(str(run_dir / "tensorboard"), purge_step=purge_step)
-
-
-class _Console:
-    """Where the training loop's lines go: `log`, and while a progress bar shows, beside it.
-
-    A line written while the bar shows clears the bar, goes to `log` and redraws the bar under it (tqdm's
-    `external_write_mode`), so a custom `log` (a notebook's, a test's) gets every line either way. The bar is never
-    asked for its truth value: a bar without a total (a run that its time budget alone ends) has none.
-    """
-
-    def __init__(self, log: Callable[[str], None]):
-        self._log = log
-        self._bar: tqdm | None = None
-
-    def write(self, line: str) -> None:
-        if self._bar is None:
-            self._log(line)
-            return
-        with self._bar.external_write_mode():
-            self._log(line)
-
-    def show_bar(self, start: int, total: int) -> None:
-        """A bar from iteration `start`, to `total` iterations unless time alone ends the run (it then counts)."""
-        from tqdm import tqdm
-
-        shown = None if total >= TIME_BUDGET_ITERATIONS else total
-        self._bar = tqdm(total=shown, initial=start, desc="iterations", unit="it", dynamic_ncols=True)
-
-    def advance(self, summary: str) -> None:
-        """One iteration done: the bar moves on and shows `summary` (nothing without a bar)."""
-        if self._bar is not None:
-            self._bar.update(1)
-            self._bar.set_postfix_str(summary)
-
-    def close_bar(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
-            self._bar = None
-
-
-def _plot(run_dir: Path) -> Path | None:
-    """Writes `learning_curves.png` from the run's whole metrics log; returns its path."""
-    records = rundir.read_metrics(run_dir)
-    if not records:
-        return None
-    # A bare Figure, not pyplot: no global backend switch, so plots in a notebook that trains still show.
-    from matplotlib.figure import Figure
-
-    iterations = [r["iteration"] for r in records]
-    panels = [
-        ("loss", ["loss", "policy_loss", "value_loss"]),
-        ("self-play outcomes", ["player0_win_rate", "draw_rate"]),
-        ("game length (moves)", ["game_length"]),
-        ("throughput (positions/s)", ["positions_per_second"]),
-    ]
-    evals = sorted({k for r in records for k in r if k.startswith("eval/")})
-    judged = ("eval/optimal_move_rate", "eval/value_accuracy")  # on labelled positions: its own panel
-    scores = [name for name in evals if not name.startswith(judged)]
-    if scores:
-        panels.append(("evaluation score", scores))
-        panels.append(("evaluation score vs wall clock", scores))
-    perfect_play = [name for name in evals if name.startswith(judged[0]) and "can_err" not in name]
-    if perfect_play:
-        panels.append(("optimal-move rate vs wall clock", perfect_play + [n for n in evals if n == judged[1]]))
-    # Wall-clock minutes since the run began; "time" restarts with each resumed session, so sessions are chained.
-    minutes, offset, previous = [], 0.0, 0.0
-    for r in records:
-        if r.get("time", 0.0) < previous:
-            offset += previous
-        previous = r.get("time", 0.0)
-        minutes.append((offset + previous) / 60.0)
-    fig = Figure(figsize=(4.2 * len(panels), 3.4))
-    axes = fig.subplots(1, len(panels))
-    for ax, (title, names) in zip(axes, panels, strict=True):
-        x_values, x_label = (minutes, "wall clock (minutes)") if "wall clock" in title else (iterations, "iteration")
-        for name in names:
-            points = [(x, r[name]) for x, r in zip(x_values, records, strict=True) if name in r]
-            if points:
-                marker = "." if title.startswith(("evaluation", "optimal")) else None
-                ax.plot(*zip(*points, strict=True), label=name.removeprefix("eval/"), marker=marker)
-        ax.set_title(title)
-        ax.set_xlabel(x_label)
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = run_dir / "learning_curves.png"
-    fig.savefig(path, dpi=110)
-    return path

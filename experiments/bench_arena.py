@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from azjax import arena, evaluation, parallel, presets
+from azjax import arena, bots, evaluation, parallel, presets
 from azjax import config as config_lib
 from azjax.agent import Agent, load_agent, make_agent
 from azjax.networks import inference_fn, init_variables
@@ -86,7 +86,7 @@ def search_times(agent: Agent, batch: int, repeats: int) -> dict[str, float]:
     return result
 
 
-def match_times(agent: Agent, opponent: arena.AgentFn, num_games: int, opening_moves: int) -> dict[str, Any]:
+def match_times(agent: Agent, opponent: bots.AgentFn, num_games: int, opening_moves: int) -> dict[str, Any]:
     """Compile and run seconds of one match with and without compaction, and whether they played the same games."""
     mesh = parallel.mesh_for(num_games // 2)
     key = jax.random.key(2)

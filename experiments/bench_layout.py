@@ -5,7 +5,7 @@ split the games and the SGD batch over them, or keep one device, whose convoluti
 cores. Which is faster depends on the network and the batch, so this script times both, side by side in one
 process, for each game's preset: the whole jitted iteration (self-play with search, value targets, replay, SGD),
 the same run state and keys, calls alternating between the layouts, the median of --repeats calls. Compilation
-is timed apart. The default layout of `azjax train` (trainer.default_num_devices) follows these figures.
+is timed apart. The default layout of `azjax train` (layout.default_layout) follows these figures.
 
     python experiments/bench_layout.py                                  # the CPU presets of every catalog game
     python experiments/bench_layout.py --games connect_four --devices 1 2 --repeats 5

@@ -26,12 +26,13 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 
-from azjax import arena, bots, games, parallel
+from azjax import arena, bots, games, openings, parallel, uct
+from azjax.results import format_match
 
 from benchmark import machine_info, median, run_main, timed, write_json
 from uct_reference import mctx_uct_analysis
 
-SEARCHES = {"azjax": bots.uct_analysis, "mctx": mctx_uct_analysis}
+SEARCHES = {"azjax": uct.uct_analysis, "mctx": mctx_uct_analysis}
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -62,17 +63,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def positions(game: games.Game, batch: int, opening_moves: int):
     key = jax.random.key(0)
     states = jax.vmap(game.init)(jax.random.split(key, batch))
-    return arena.play_opening(jax.random.fold_in(key, 1), game, states, jnp.full(batch, opening_moves),
+    return openings.play_opening(jax.random.fold_in(key, 1), game, states, jnp.full(batch, opening_moves),
                               opening_moves)
 
 
 def rollout_times(game: games.Game, states, repeats: int) -> dict[str, float]:
     """Milliseconds per random rollout of `states` to their games' ends (10 rollouts in one jitted loop, the median
-    of `repeats` calls), with the rollouts' sampler and with the categorical one (`bots._sample`)."""
+    of `repeats` calls), with the rollouts' sampler and with the categorical one (`bots.sample_uniform`)."""
     times = {}
-    for label, sampler in (("by_rank", bots._sample_by_rank), ("categorical", bots._sample)):
+    for label, sampler in (("by_rank", uct._sample_by_rank), ("categorical", bots.sample_uniform)):
         def ten(key, states, sampler=sampler):
-            roll = functools.partial(bots.rollout_values, game=game, sample=sampler)
+            roll = functools.partial(uct.rollout_values, game=game, sample=sampler)
             return jax.lax.fori_loop(0, 10, lambda i, total: total + roll(jax.random.fold_in(key, i), states=states)
                                      .sum(), 0.0)
         _, calls = timed(ten, (jax.random.key(2), states), repeats)
@@ -111,13 +112,13 @@ def main(argv: Sequence[str] | None = None) -> dict:
         results["matches"] = {}
         for name in args.games:
             game, simulations = games.make(name), args.simulations[0]
-            ours = bots.uct_bot(game, simulations)
+            ours = uct.uct_bot(game, simulations)
             theirs = bots.Bot(f"mctx-mcts:{simulations}", functools.partial(
                 mctx_uct_analysis, game=game, num_simulations=simulations))
             match = arena.play(jax.random.key(0), game, ours, theirs, args.match, opening_moves=4,
                                mesh=parallel.mesh_for(args.match // 2))
             results["matches"][name] = match.to_dict()
-            print(f"{name}: {arena.format_match(match)}", flush=True)
+            print(f"{name}: {format_match(match)}", flush=True)
     if args.rollouts:
         results["rollouts_ms"] = {}
         for name in args.games:

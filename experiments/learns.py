@@ -30,7 +30,7 @@ from pathlib import Path
 
 import jax
 
-from azjax import bots, checkpointing, evaluation, parallel, trainer
+from azjax import checkpointing, evaluation, network_bots, parallel, trainer, uct
 from azjax.agent import load_agent
 from azjax.solver import positions
 
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> dict:
         "opening_moves": args.opening_moves,
         "vs_random": match(evaluation.random_agent),
         "vs_first_checkpoint": match(first.act),
-        **{f"vs_mcts{n}": match(bots.uct_bot(final.game, n).act) for n in args.mcts},
+        **{f"vs_mcts{n}": match(uct.uct_bot(final.game, n).act) for n in args.mcts},
         "evaluation_seconds": round(time.perf_counter() - start, 1),
     }
     for name in ("vs_random", "vs_first_checkpoint", *(f"vs_mcts{n}" for n in args.mcts)):
@@ -104,8 +104,8 @@ def main(argv: list[str] | None = None) -> dict:
     labelled = positions.load(args.game)
     if labelled is not None:
         start = time.perf_counter()
-        network = evaluation.judge_bot(key, bots.greedy_bot(final), labelled)
-        searched = evaluation.judge_bot(key, bots.alphazero_bot(final, reuse_tree=False), labelled)
+        network = evaluation.judge_bot(key, network_bots.greedy_bot(final), labelled)
+        searched = evaluation.judge_bot(key, network_bots.alphazero_bot(final, reuse_tree=False), labelled)
         print(f"network's top move on {labelled.num_positions} solved positions:\n{network.format()}")
         print(f"search's move ({final.config.search.num_simulations} simulations):\n{searched.format()}")
         report["positions"] = {"network": network.to_dict(), "search": searched.to_dict(),

@@ -167,10 +167,10 @@ def package_run(run_dir: Path, out: Path, record: dict, simulations: int | None 
     packages a run on an accelerator with it."""
     import jax
 
-    from azjax import checkpointing, pretrained
+    from azjax import checkpointing, exports, pretrained
     from azjax.rundir import read_metrics
 
-    config, variables = checkpointing.restore_model(run_dir)
+    config, variables = exports.restore_model(run_dir)
     iteration = checkpointing.latest_iteration(run_dir)
     metrics = [m for m in read_metrics(run_dir) if m.get("iteration") == iteration]
     training = dict(record, iterations=iteration, jax=jax.__version__,

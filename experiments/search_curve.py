@@ -26,7 +26,7 @@ from typing import Any
 
 import jax
 
-from azjax import bots, evaluation, games
+from azjax import agent_specs, evaluation, games
 from azjax.solver import positions
 
 from benchmark import machine_info, note_written, run_main
@@ -41,7 +41,7 @@ def curve(agent: str, game: games.Game, labelled: positions.LabelledPositions, s
     """One row for the network alone (simulations 0), then one per number of simulations, each as it is judged."""
     for count in [0, *simulations]:
         spec = f"greedy:{agent}" if count == 0 else agent
-        bot = bots.make_bot(spec, game, num_simulations=count or None)
+        bot = agent_specs.make_bot(spec, game, num_simulations=count or None)
         start = time.perf_counter()
         report = evaluation.judge_bot(jax.random.key(seed), bot, labelled).to_dict()
         seconds = time.perf_counter() - start
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     if any(count < 1 for count in args.simulations):
         parser.error(f"--simulations must be >= 1, got {args.simulations}")
-    name = args.game or bots.game_of_spec(args.agents[0])
+    name = args.game or agent_specs.game_of_spec(args.agents[0])
     if name is None:
         parser.error(f"give --game: {args.agents[0]} does not say which game it plays")
     game = games.make(name)

@@ -42,7 +42,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from azjax import bots, checkpointing, evaluation, trainer, training
+from azjax import checkpointing, evaluation, network_bots, trainer, training
 from azjax import config as config_lib
 from azjax.agent import make_agent
 from azjax.config import Config
@@ -228,7 +228,7 @@ def main(argv: list[str] | None = None) -> dict:
     key = jax.random.key(0)
 
     def strength(variables: dict) -> dict:
-        report = evaluation.judge_bot(key, bots.greedy_bot(make_agent(config, variables)), labelled)
+        report = evaluation.judge_bot(key, network_bots.greedy_bot(make_agent(config, variables)), labelled)
         return report.to_dict()
 
     manager = checkpointing.CheckpointManager(azjax_dir)

@@ -26,7 +26,7 @@ from typing import Any
 
 import learns
 
-from azjax import checkpointing
+from azjax import rundir
 
 from benchmark import machine_info, results_stem, run_main, write_json
 
@@ -35,7 +35,7 @@ from benchmark import machine_info, results_stem, run_main, write_json
 class Recipe:
     seconds: float  # wall-clock training budget
     eval_every: int  # iterations between evaluations against `baselines` during training
-    baselines: tuple[str, ...]  # agents scored against during training (bots.make_bot specs)
+    baselines: tuple[str, ...]  # agents scored against during training (agent_specs.make_bot specs)
     final_mcts: int  # the final agent plays UCT with this many rollout simulations
     expected: str  # what the recipe reaches on an accelerator, once measured
 
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ])
     curve = [{name: value for name, value in record.items()
               if name in ("iteration", "time") or name.startswith("eval/")}
-             for record in checkpointing.read_metrics(out) if "eval/score" in record]
+             for record in rundir.read_metrics(out) if "eval/score" in record]
     results = {"machine": machine_info(), "command": shlex.join(["python", *sys.argv[:1], *(argv or sys.argv[1:])]),
                "game": game, "preset": args.preset, "seconds": seconds, "recipe": dataclasses.asdict(recipe),
                "overrides": args.set, "run_dir": str(out), "during_training": curve, "final": report}

@@ -7,7 +7,7 @@ equal simulations per move, and what reuse costs per move.
 Strength: for each policy (Gumbel MuZero, PUCT) and number of simulations S, `az:RUN:S:reuse` plays `az:RUN:S`
 (the same network, both deterministic: no root noise) over --games games per seat, each pair of games from a
 distinct random opening of --opening-moves moves; the score of the reusing agent with its 95% Wilson interval over
-the distinct games, and the Elo difference with its interval (azjax.arena). The reusing agent keeps its tree
+the distinct games, and the Elo difference with its interval (azjax.results). The reusing agent keeps its tree
 through the game, following its opponent's moves too (`bots.Memory`).
 
 Cost: one jitted self-play call of --steps moves in --batch games, with and without reuse at equal S, after a
@@ -32,7 +32,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from azjax import arena, bots, parallel, selfplay
+from azjax import arena, network_bots, parallel, selfplay
 from azjax.agent import Agent, load_agent
 from azjax.config import SelfPlayConfig
 from azjax.networks import inference_fn
@@ -51,9 +51,9 @@ def strength(agent: Agent, run: str, policy: str, sims: int, games: int, opening
     """`az:RUN:S:reuse` against `az:RUN:S'` (S' = `plain_sims`, default S) with `policy`: the reusing agent's
     results."""
     plain_sims = plain_sims or sims
-    reusing = bots.alphazero_bot(agent, num_simulations=sims, policy=policy, reuse_tree=True,
+    reusing = network_bots.alphazero_bot(agent, num_simulations=sims, policy=policy, reuse_tree=True,
                                  tree_capacity=capacity(sims, capacity_factor), name=f"az:{run}:{sims}:reuse")
-    plain = bots.alphazero_bot(agent, num_simulations=plain_sims, policy=policy, reuse_tree=False,
+    plain = network_bots.alphazero_bot(agent, num_simulations=plain_sims, policy=policy, reuse_tree=False,
                                name=f"az:{run}:{plain_sims}")
     mesh = parallel.mesh_for(games)
     start = time.perf_counter()

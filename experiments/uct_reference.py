@@ -1,5 +1,5 @@
 """The UCT player as azjax wrote it first, with mctx's generic `mctx.search` (kept as a reference for
-`azjax.bots.uct_analysis`, which does the same search with a backup whose cost does not grow with the tree).
+`azjax.uct.uct_analysis`, which does the same search with a backup whose cost does not grow with the tree).
 
 Under `vmap`, mctx's backup is a `while_loop` whose every step selects between the old and the new tree arrays
 (B x num_simulations x A each), so a simulation costs more as the tree grows; the two implementations make the same
@@ -15,8 +15,9 @@ import jax
 import jax.numpy as jnp
 import mctx
 
-from azjax.bots import UCT_EXPLORATION, Analysis, _mover_reward, _sample, rollout_values
+from azjax.bots import Analysis, reward_of, sample_uniform
 from azjax.games import Game, State
+from azjax.uct import UCT_EXPLORATION, rollout_values
 
 
 def _uct_recurrent_fn(
@@ -30,7 +31,7 @@ def _uct_recurrent_fn(
     # Values are for the player to move, so they flip sign when the turn passes (and not when it stays).
     same_mover = next_states.current_player == mover
     output = mctx.RecurrentFnOutput(
-        reward=_mover_reward(next_states, mover),
+        reward=reward_of(next_states, mover),
         discount=jnp.where(terminal, 0.0, jnp.where(same_mover, 1.0, -1.0)),
         prior_logits=jnp.zeros(next_states.legal_action_mask.shape, jnp.float32),
         value=jnp.where(terminal, 0.0, rollout_values(key, game, next_states)),
@@ -92,7 +93,7 @@ def mctx_uct_analysis(
     visits = summary.visit_counts  # [B, A]
     most = legal & (visits == jnp.max(jnp.where(legal, visits, -1.0), axis=-1, keepdims=True))
     return Analysis(
-        action=_sample(tie_key, most),
+        action=sample_uniform(tie_key, most),
         policy=visits / jnp.maximum(visits.sum(-1, keepdims=True), 1.0),
         value=summary.value,
         action_values=jnp.where(legal & (visits > 0), summary.qvalues, jnp.nan),

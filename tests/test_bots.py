@@ -13,8 +13,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from azjax import arena, bots, games
-from azjax.bots import SpecError
+from azjax import agent_specs, arena, bots, games, openings, results, uct
+from azjax import perfect as perfect_lib
+from azjax import progress as progress_lib
+from azjax.agent_specs import SpecError
 
 COPIES = 64
 
@@ -121,7 +123,7 @@ def test_random_agent_plays_legal_moves(ttt):
 def test_rollouts_sample_legal_moves_uniformly():
     """The rollouts' sampler: only True entries, each about equally often, 0 for a row without any."""
     mask = jnp.array([[False, True, False, True, True, False, False, True]] * 4000 + [[False] * 8])
-    actions = np.asarray(jax.jit(bots._sample_by_rank)(jax.random.key(0), mask))
+    actions = np.asarray(jax.jit(uct._sample_by_rank)(jax.random.key(0), mask))
     assert actions[-1] == 0
     counts = np.bincount(actions[:-1], minlength=8)
     assert set(np.flatnonzero(counts)) == {1, 3, 4, 7}
@@ -129,7 +131,7 @@ def test_rollouts_sample_legal_moves_uniformly():
 
 
 def test_rollout_values_from_the_movers_side(ttt):
-    rollout = jax.jit(functools.partial(bots.rollout_values, game=ttt))
+    rollout = jax.jit(functools.partial(uct.rollout_values, game=ttt))
     # X to move, one cell left, and it completes X's row: every rollout is a win for X.
     x_wins = ttt.from_ascii("X X .\nO O X\nO X O")
     # X to move, one cell left, and it draws.
@@ -145,7 +147,7 @@ def test_rollout_values_from_the_movers_side(ttt):
 
 @pytest.fixture(scope="module")
 def uct200(ttt):
-    return bots.uct_bot(ttt, 200)
+    return uct.uct_bot(ttt, 200)
 
 
 def test_uct_takes_the_win_and_blocks(ttt, uct200):
@@ -162,12 +164,12 @@ def _c4_positions(c4, count: int, moves: int, seed: int):
     """`count` Connect Four positions after `moves` uniformly random moves (none of them ending the game)."""
     key = jax.random.key(seed)
     states = jax.vmap(c4.init)(jax.random.split(key, count))
-    return arena.play_opening(jax.random.fold_in(key, 1), c4, states, jnp.full(count, moves), moves)
+    return openings.play_opening(jax.random.fold_in(key, 1), c4, states, jnp.full(count, moves), moves)
 
 
 def test_uct_counts_every_simulation_once_and_stays_legal(c4):
     states = _c4_positions(c4, 16, 6, seed=0)
-    analysis = jax.jit(bots.uct_bot(c4, 64).analyse)(jax.random.key(0), states)
+    analysis = jax.jit(uct.uct_bot(c4, 64).analyse)(jax.random.key(0), states)
     policy, legal = np.asarray(analysis.policy), np.asarray(states.legal_action_mask)
     np.testing.assert_allclose(policy.sum(-1), 1.0, atol=1e-6)
     assert np.all(policy[~legal] == 0.0) and np.all(legal[np.arange(16), np.asarray(analysis.action)])
@@ -184,7 +186,7 @@ def test_uct_searches_as_the_mctx_version_does(c4):
 
     states = _c4_positions(c4, 8, 8, seed=1)
     many = jax.tree.map(lambda x: jnp.repeat(x, 48, axis=0), states)  # 48 copies of each of 8 positions
-    ours = jax.jit(functools.partial(bots.uct_analysis, game=c4, num_simulations=200))(jax.random.key(1), many)
+    ours = jax.jit(functools.partial(uct.uct_analysis, game=c4, num_simulations=200))(jax.random.key(1), many)
     theirs = jax.jit(functools.partial(mctx_uct_analysis, game=c4, num_simulations=200))(jax.random.key(2), many)
     mean = lambda x: np.asarray(x).reshape(8, 48, *np.shape(x)[1:]).mean(axis=1)  # noqa: E731
     np.testing.assert_allclose(mean(ours.policy), mean(theirs.policy), atol=0.06)
@@ -196,10 +198,10 @@ def test_uct_searches_as_the_mctx_version_does(c4):
 
 def test_uct_more_simulations_win(ttt, uct200):
     """UCT with 200 simulations against UCT with 10, half the games in each seat."""
-    result = arena.play(jax.random.key(4), ttt, uct200, bots.uct_bot(ttt, 10), 120)
+    result = arena.play(jax.random.key(4), ttt, uct200, uct.uct_bot(ttt, 10), 120)
     low, _ = result.score_interval
     assert result.games == 120
-    assert low > 0.6, arena.format_match(result)
+    assert low > 0.6, results.format_match(result)
     assert result.elo > 100
 
 
@@ -209,12 +211,12 @@ def test_uct_more_simulations_win(ttt, uct200):
 
 @pytest.fixture(scope="module")
 def perfect(ttt):
-    return bots.perfect_bot(ttt)
+    return perfect_lib.perfect_bot(ttt)
 
 
 @pytest.mark.parametrize("opponent", ["random", "onestep"])
 def test_perfect_never_loses(ttt, perfect, opponent):
-    result = arena.play(jax.random.key(5), ttt, perfect, bots.make_bot(opponent, ttt), 400)
+    result = arena.play(jax.random.key(5), ttt, perfect, agent_specs.make_bot(opponent, ttt), 400)
     assert result.losses == 0
     assert result.wins > 0
 
@@ -229,8 +231,8 @@ def test_a_match_reports_its_progress_and_plays_the_same_games(ttt):
     import io
 
     stream = io.StringIO()
-    progress = arena.MatchProgress(stream, every=0.0)
-    bot_a, bot_b = bots.uct_bot(ttt, 4), bots.onestep_bot(ttt)
+    progress = progress_lib.MatchProgress(stream, every=0.0)
+    bot_a, bot_b = uct.uct_bot(ttt, 4), bots.onestep_bot(ttt)
     shown = arena.play(jax.random.key(7), ttt, bot_a, bot_b, 16, opening_moves=2, progress=progress)
     plain = arena.play(jax.random.key(7), ttt, bot_a, bot_b, 16, opening_moves=2)
     assert shown.to_dict() == plain.to_dict()
@@ -254,11 +256,11 @@ def test_connect_four_perfect_giving_up_stops_the_match_with_solve_timeout(c4):
     SolveTimeout again, saying what to do. The empty board takes minutes: a 0.05 s limit runs out at once."""
     from azjax.solver.connect_four import SolveTimeout
 
-    impatient = bots.perfect_bot(c4, max_seconds=0.05)
+    impatient = perfect_lib.perfect_bot(c4, max_seconds=0.05)
     with pytest.raises(SolveTimeout, match="gave up on a position: solving a position with") as error:
         arena.play(jax.random.key(0), c4, impatient, bots.random_bot(), 2)
-    assert f"--opening-moves {bots.CONNECT_FOUR_PERFECT_MIN_STONES}" in str(error.value)
-    with pytest.raises(ValueError, match="other"), bots.solve_timeouts_raised():  # other errors pass unchanged
+    assert f"--opening-moves {perfect_lib.CONNECT_FOUR_PERFECT_MIN_STONES}" in str(error.value)
+    with pytest.raises(ValueError, match="other"), perfect_lib.solve_timeouts_raised():  # other errors pass unchanged
         raise ValueError("other")
 
 
@@ -267,10 +269,10 @@ def test_connect_four_perfect_giving_up_stops_the_match_with_solve_timeout(c4):
 
 
 def test_make_bot_specs(ttt):
-    assert bots.make_bot("random", ttt).name == "random"
-    assert bots.make_bot("onestep", ttt).name == "onestep"
-    assert bots.make_bot(" mcts:25 ", ttt).name == "mcts:25"
-    assert bots.game_of_spec("mcts:25") is None
+    assert agent_specs.make_bot("random", ttt).name == "random"
+    assert agent_specs.make_bot("onestep", ttt).name == "onestep"
+    assert agent_specs.make_bot(" mcts:25 ", ttt).name == "mcts:25"
+    assert agent_specs.game_of_spec("mcts:25") is None
 
 
 @pytest.mark.parametrize(
@@ -287,11 +289,11 @@ def test_make_bot_specs(ttt):
 )
 def test_malformed_specs_give_one_line_errors(ttt, spec, message):
     with pytest.raises(SpecError, match=message) as error:
-        bots.make_bot(spec, ttt)
+        agent_specs.make_bot(spec, ttt)
     assert "\n" not in str(error.value)
 
 
 def test_perfect_refuses_large_games():
     with pytest.raises(SpecError, match="small games such as tic_tac_toe") as error:
-        bots.make_bot("perfect", games.make("othello"))
+        agent_specs.make_bot("perfect", games.make("othello"))
     assert "\n" not in str(error.value)

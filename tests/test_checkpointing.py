@@ -27,8 +27,9 @@ import pytest
 from tiny import TINY_OVERRIDES
 
 import azjax
-from azjax import checkpointing, cli, presets, trainer, training
+from azjax import checkpointing, cli, compatibility, exports, interrupts, presets, rundir, trainer, training
 from azjax import config as config_lib
+from azjax.manifest import write_manifest
 from azjax.training import RunState
 
 N = 2  # iterations of the short run; the long run does 2N
@@ -133,7 +134,7 @@ def test_resumed_run_is_bitwise_identical_to_a_straight_run(runs):
 
 
 def test_metrics_log_has_each_iteration_once(runs):
-    records = checkpointing.read_metrics(runs["root"] / "resumed")
+    records = rundir.read_metrics(runs["root"] / "resumed")
     assert [r["iteration"] for r in records] == list(range(1, 2 * N + 1))
     assert all(r["params_finite"] == 1.0 for r in records)
 
@@ -162,7 +163,7 @@ def test_resume_keeps_structure_but_may_change_other_settings(runs, tmp_path):
         trainer.train(run_config(2 * N + 1, **{"network.num_channels": 16}), run_dir, progress=False, log=quiet)
     with pytest.raises(checkpointing.CheckpointError, match="game"):
         checkpointing.CheckpointManager(run_dir).restore(presets.get_config("connect_four"))
-    structural, other = checkpointing.compare_configs(run_config(), run_config(**{"train.learning_rate": 1e-4}))
+    structural, other = compatibility.compare_configs(run_config(), run_config(**{"train.learning_rate": 1e-4}))
     assert structural == [] and other == [f"train.learning_rate: {run_config().train.learning_rate} -> 0.0001"]
 
 
@@ -206,7 +207,7 @@ def test_a_run_with_a_moving_average_saves_it_as_the_model_and_resumes_both(tmp_
     manager.save(state, config)
     assert_bitwise_equal(manager.restore(config), state)
     assert_bitwise_equal(manager.restore(run_config(**{"train.ema_decay": 0.999})), state)
-    _, model = checkpointing.restore_model(tmp_path / "run")
+    _, model = exports.restore_model(tmp_path / "run")
     for got, average in zip(jax.tree.leaves(model), jax.tree.leaves(state.train_state.average), strict=True):
         np.testing.assert_array_equal(got, average)
     agent = azjax.load_agent(tmp_path / "run")
@@ -306,7 +307,7 @@ def test_training_saves_a_new_best_at_once_and_keeps_it(runs, tmp_path):
     manager = checkpointing.CheckpointManager(run_dir)
     assert manager.steps() == [2 * N + 1, 2 * N + 3] and manager.best_step() == 2 * N + 1
     assert manager.meta(2 * N + 1)["metrics"]["eval/score"] == 0.9
-    config, _ = checkpointing.restore_model(run_dir, best_metric="eval/score")
+    config, _ = exports.restore_model(run_dir, best_metric="eval/score")
     assert config == run_config(2 * N + 3)
 
 
@@ -328,7 +329,7 @@ def test_loading_never_unpickles(runs, monkeypatch):
         monkeypatch.setattr(pickle, name, refuse)
     run_dir = runs["root"] / "straight"
     checkpointing.CheckpointManager(run_dir).restore(run_config())
-    config, variables = checkpointing.restore_model(run_dir)
+    config, variables = exports.restore_model(run_dir)
     assert config == run_config() and set(variables) == {"params", "batch_stats"}
 
 
@@ -404,7 +405,7 @@ def test_sigterm_finishes_the_iteration_saves_and_exits_0(compile_cache_everythi
     )
     try:
         deadline = time.monotonic() + 240
-        while not checkpointing.read_metrics(run_dir) and process.poll() is None and time.monotonic() < deadline:
+        while not rundir.read_metrics(run_dir) and process.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
         assert process.poll() is None, process.communicate()
         process.send_signal(signal.SIGTERM)
@@ -416,7 +417,7 @@ def test_sigterm_finishes_the_iteration_saves_and_exits_0(compile_cache_everythi
     assert "Traceback" not in err
     assert "SIGTERM received" in out
     assert f"Resume with: azjax train --out {run_dir}" in out
-    last = checkpointing.read_metrics(run_dir)[-1]["iteration"]
+    last = rundir.read_metrics(run_dir)[-1]["iteration"]
     assert checkpointing.latest_iteration(run_dir) == last >= 1
     resumed = trainer.train(run_config(last + 1), run_dir, progress=False, log=quiet)
     assert resumed.resumed_from == last and int(resumed.run_state.iteration) == last + 1
@@ -448,7 +449,7 @@ def test_a_time_budget_spreads_what_remains_of_the_schedule(runs, tmp_path, monk
     the start of it: the share of the budget it saves is at least the half its iterations had spent."""
     config = run_config(1000, **{"train.lr_schedule": "cosine"})  # as the test below: its compiled iteration
     run_dir = tmp_path / "run"
-    checkpointing.write_config(run_dir, config)
+    rundir.write_config(run_dir, config)
     checkpointing.CheckpointManager(run_dir).save(runs["straight"].run_state.replace(iteration=jnp.int32(500)), config)
     monkeypatch.setattr(trainer, "_clock", itertools.count(start=0.0, step=1.0).__next__)  # a second per reading
     result = trainer.train(config, run_dir, max_seconds=4.0, progress=False, log=quiet)
@@ -503,7 +504,7 @@ def test_a_second_signal_stops_at_once():
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     on_term = signal.getsignal(signal.SIGTERM)
     try:
-        with trainer._StopSignals(quiet) as stop:
+        with interrupts.StopSignals(quiet) as stop:
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(0.1)  # Python runs the handler between bytecodes
             assert stop.requested == "SIGINT"
@@ -527,7 +528,7 @@ def test_non_finite_loss_stops_training_and_keeps_the_last_checkpoint(runs, tmp_
     params = jax.tree.map(lambda x: x * 1e30, state.train_state.params)
     state = state.replace(train_state=state.train_state.replace(params=params))
     run_dir = tmp_path / "run"
-    checkpointing.write_config(run_dir, config)
+    rundir.write_config(run_dir, config)
     checkpointing.CheckpointManager(run_dir).save(state, config)
     before = sorted(p.name for p in (run_dir / "checkpoints" / str(2 * N)).rglob("*"))
 
@@ -540,7 +541,7 @@ def test_non_finite_loss_stops_training_and_keeps_the_last_checkpoint(runs, tmp_
     assert manager.steps() == [2 * N]
     assert sorted(p.name for p in (run_dir / "checkpoints" / str(2 * N)).rglob("*")) == before
     manager.restore(config)  # still loadable, checksums intact
-    assert all(r["iteration"] <= 2 * N for r in checkpointing.read_metrics(run_dir))
+    assert all(r["iteration"] <= 2 * N for r in rundir.read_metrics(run_dir))
 
 
 def test_params_finite_metric_sees_nan_parameters(runs):
@@ -596,7 +597,7 @@ def test_missing_or_foreign_directories_are_clear_errors(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(checkpointing.CheckpointError, match="neither a training run directory"):
         azjax.load_agent(tmp_path / "empty")
-    checkpointing.write_config(tmp_path / "fresh", run_config())
+    rundir.write_config(tmp_path / "fresh", run_config())
     with pytest.raises(checkpointing.CheckpointError, match="no checkpoint yet"):
         azjax.load_agent(tmp_path / "fresh")
     code, _, err = run_cli("export", tmp_path / "nowhere", tmp_path / "out")
@@ -618,7 +619,7 @@ def test_checkpoint_of_an_older_format_plays_but_does_not_resume(runs, tmp_path)
         if step_dir.name.isdigit():
             meta_file = step_dir / "meta" / "metadata"
             meta_file.write_text(json.dumps({**json.loads(meta_file.read_text()), "version": 1}))
-            checkpointing._write_manifest(step_dir)  # as that azjax wrote it, consistent with its files
+            write_manifest(step_dir)  # as that azjax wrote it, consistent with its files
     code, _, err = run_cli("train", "--out", run_dir, "--iterations", str(3 * N), "--no-progress")
     assert_one_line_error(code, err, "older azjax (format 1)", "cannot resume training", "--out")
     assert azjax.load_agent(run_dir).config == run_config()  # its network still loads
@@ -634,7 +635,7 @@ def copy_with_saved_search_field(runs, tmp_path: Path, name: str, value) -> tupl
     meta = json.loads(meta_file.read_text())
     meta["config"]["search"][name] = value
     meta_file.write_text(json.dumps(meta))
-    checkpointing._write_manifest(step_dir)
+    write_manifest(step_dir)
     return run_dir, step_dir
 
 
@@ -651,7 +652,7 @@ def test_checkpoint_of_a_newer_azjax_is_kept_and_names_the_upgrade(runs, tmp_pat
     saved = json.loads(config_file.read_text())
     config_file.write_text(json.dumps({**saved, "search": {**saved["search"], "a_field_from_the_future": 1}}))
     with pytest.raises(checkpointing.CheckpointError, match="or upgrade azjax if a newer one wrote it"):
-        checkpointing.read_config(run_dir)
+        rundir.read_config(run_dir)
 
 
 def test_checkpoint_whose_config_this_azjax_rejects_is_kept(runs, tmp_path):
@@ -682,7 +683,7 @@ def test_bad_config_files_are_clear_errors(tmp_path, content, fragment):
     code, _, err = run_cli("train", "--out", tmp_path, "--no-progress")
     assert_one_line_error(code, err, str(path), fragment)
     with pytest.raises(checkpointing.CheckpointError, match=fragment):
-        checkpointing.read_config(tmp_path)
+        rundir.read_config(tmp_path)
 
 
 def test_cli_best_metric_default_matches_the_library():
@@ -718,8 +719,8 @@ def test_export_options_and_errors(runs, tmp_path):
     code, _, err = run_cli("export", run_dir, out, "--force", "--iteration", N)
     assert code == 0, err
     assert json.loads((out / "export.json").read_text())["iteration"] == N
-    _, at_n = checkpointing.restore_model(run_dir / "checkpoints" / str(N))  # a run's checkpoint directory loads too
-    _, exported = checkpointing.restore_model(out)
+    _, at_n = exports.restore_model(run_dir / "checkpoints" / str(N))  # a run's checkpoint directory loads too
+    _, exported = exports.restore_model(out)
     for a, b in zip(jax.tree.leaves(at_n), jax.tree.leaves(exported), strict=True):
         np.testing.assert_array_equal(a, b)
     code, _, err = run_cli("export", run_dir, tmp_path / "other", "--iteration", 3)
@@ -741,10 +742,10 @@ def test_a_sources_config_is_read_without_its_weights(runs, tmp_path, monkeypatc
     from azjax import pretrained
 
     run_dir, out = runs["root"] / "straight", tmp_path / "model"
-    checkpointing.export_model(run_dir, out)
+    exports.export_model(run_dir, out)
     sources = [(run_dir, {}), (run_dir, {"iteration": N}), (run_dir / "checkpoints" / str(N), {}), (out, {}),
                ("pretrained:connect_four", {}), (pretrained._directory("connect_four"), {})]
-    expected = [checkpointing.restore_model(source, **options)[0] for source, options in sources]
+    expected = [exports.restore_model(source, **options)[0] for source, options in sources]
     assert expected[4].search.num_simulations == pretrained.card("connect_four")["play"]["search.num_simulations"]
 
     def no_arrays(*args, **kwargs):
@@ -754,16 +755,16 @@ def test_a_sources_config_is_read_without_its_weights(runs, tmp_path, monkeypatc
     monkeypatch.setattr(serialization, "msgpack_restore", no_arrays)
     # The patches do stop a load of the weights (an export's loader names it as damage).
     with pytest.raises(checkpointing.CheckpointError, match="arrays were read"):
-        checkpointing.restore_model(out)
+        exports.restore_model(out)
     with pytest.raises(AssertionError, match="arrays were read"):
-        checkpointing.restore_model("pretrained:connect_four")
+        exports.restore_model("pretrained:connect_four")
     for (source, options), config in zip(sources, expected, strict=True):
-        assert checkpointing.restore_config(source, **options) == config, source
+        assert exports.restore_config(source, **options) == config, source
 
 
 def test_damaged_export_is_a_clear_error(runs, tmp_path):
     out = tmp_path / "model"
-    checkpointing.export_model(runs["root"] / "straight", out)
+    exports.export_model(runs["root"] / "straight", out)
     path = largest_data_file(out / "model")
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0x01
@@ -778,7 +779,7 @@ def test_damaged_export_is_a_clear_error(runs, tmp_path):
 def test_load_agent_takes_an_earlier_iteration_or_the_best(runs):
     run_dir = runs["root"] / "straight"
     latest, early = azjax.load_agent(run_dir), azjax.load_agent(run_dir, iteration=N)
-    _, expected = checkpointing.restore_model(run_dir, iteration=N)
+    _, expected = exports.restore_model(run_dir, iteration=N)
     assert jax.tree.all(jax.tree.map(np.array_equal, early.variables, expected))
     assert not jax.tree.all(jax.tree.map(np.array_equal, early.variables, latest.variables))
     with pytest.raises(checkpointing.CheckpointError, match=f"no checkpoint of iteration 99; it has {N}, {2 * N}"):

@@ -18,9 +18,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from azjax import checkpointing, cli, games
+from azjax import checkpointing, cli, games, rundir
 from azjax import config as config_lib
 from azjax.agent import load_agent
+from azjax.cli import common, evaluate
 
 pytestmark = [
     pytest.mark.usefixtures("persistent_compile_cache"),
@@ -80,7 +81,7 @@ def test_seconds_alone_end_a_new_run_and_a_resumed_run_keeps_its_iterations(tmp_
     from azjax import trainer
 
     monkeypatch.setattr(trainer, "_clock", itertools.count(start=0.0, step=1.0).__next__)
-    checkpointing.write_config(tmp_path, config_lib.with_overrides(tiny_config, {"num_iterations": 1}))
+    rundir.write_config(tmp_path, config_lib.with_overrides(tiny_config, {"num_iterations": 1}))
     run = tmp_path / "run"
     code, out, err = run_cli(["train", "--config", str(tmp_path / "config.json"), "--out", str(run),
                               "--seconds", "20", "--eval-every", "0", "--no-progress"])
@@ -89,7 +90,7 @@ def test_seconds_alone_end_a_new_run_and_a_resumed_run_keeps_its_iterations(tmp_
     assert "Stopped (seconds)" in out and "ended the run before" not in out
     records = read_records(run)
     assert len(records) >= 2  # past the config's one iteration, on the time alone
-    assert checkpointing.read_config(run).num_iterations == config_lib.TIME_BUDGET_ITERATIONS
+    assert rundir.read_config(run).num_iterations == config_lib.TIME_BUDGET_ITERATIONS
     assert records[-1]["learning_rate"] <= records[0]["learning_rate"]
 
     # --iterations with --seconds: whichever ends first (here the iterations, long before 1000 s).
@@ -110,7 +111,7 @@ def test_seconds_alone_end_a_new_run_and_a_resumed_run_keeps_its_iterations(tmp_
 
 def test_run_directory_holds_the_config_metrics_and_last_checkpoint(trained, tiny_config):
     _, _, _, run_dir = trained
-    assert checkpointing.read_config(run_dir) == tiny_config
+    assert rundir.read_config(run_dir) == tiny_config
     records = read_records(run_dir)
     assert [r["iteration"] for r in records] == [1, 2]
     for record in records:
@@ -161,7 +162,7 @@ def test_train_again_on_the_same_out_resumes(trained, tiny_args, tmp_path):
     records = read_records(run_dir)
     assert [r["iteration"] for r in records] == [1, 2, 3]  # one more record
     assert checkpointing.latest_iteration(run_dir) == 3
-    assert checkpointing.read_config(run_dir).num_iterations == 3
+    assert rundir.read_config(run_dir).num_iterations == 3
 
 
 def test_resume_with_another_seed_is_refused(trained, tiny_args, tmp_path):
@@ -269,9 +270,9 @@ def test_compile_cache_is_on_by_default_and_can_be_turned_off(tmp_path, tiny_arg
     assert done.returncode == 0, done.stderr
     assert cache.is_dir() and any(cache.iterdir())  # the compiled iteration, for the next run to reuse
     monkeypatch.setenv("AZJAX_COMPILE_CACHE", "off")
-    assert cli.use_compile_cache() is None
+    assert common.use_compile_cache() is None
     monkeypatch.setenv("AZJAX_COMPILE_CACHE", str(tmp_path / "other"))
-    assert cli.use_compile_cache(disabled=True) is None  # --no-compile-cache
+    assert common.use_compile_cache(disabled=True) is None  # --no-compile-cache
 
 
 def test_a_perfect_player_that_gives_up_is_one_line_not_a_traceback(monkeypatch, capsys):
@@ -282,7 +283,7 @@ def test_a_perfect_player_that_gives_up_is_one_line_not_a_traceback(monkeypatch,
     def give_up(args):
         raise SolveTimeout("gave up after 60 s; start its games after openings of 10 or more moves")
 
-    monkeypatch.setattr(cli, "_eval", give_up)
+    monkeypatch.setattr(evaluate, "run", give_up)
     assert cli.main(["eval", "random", "perfect", "--game", "connect_four"]) == 1
     err = capsys.readouterr().err
     assert err.strip().splitlines() == ["azjax eval: error: gave up after 60 s; start its games after openings of 10 "
@@ -291,6 +292,6 @@ def test_a_perfect_player_that_gives_up_is_one_line_not_a_traceback(monkeypatch,
     def fail(args):
         raise RuntimeError("something else")
 
-    monkeypatch.setattr(cli, "_eval", fail)
+    monkeypatch.setattr(evaluate, "run", fail)
     with pytest.raises(RuntimeError, match="something else"):
         cli.main(["eval", "random", "perfect", "--game", "connect_four"])

@@ -1,6 +1,7 @@
 """The core as a library: examples/own_loop.py learns tic-tac-toe from the exported parts and a stock optax
 schedule; `import azjax` loads the core alone; no core module imports the application; `sgd_step` follows an optax
-schedule; the built-in iteration is made of the same parts."""
+schedule; the built-in iteration is made of the same parts; the exported match evaluates an agent as the arena
+does."""
 
 from __future__ import annotations
 
@@ -20,13 +21,13 @@ import pytest
 from flax import linen as nn
 
 import azjax
-from azjax import core, search, selfplay, training
+from azjax import arena, core, results, search, selfplay, training
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "azjax"
 # The layers, lowest first: a module may import its own layer and those below it, never one above.
 BASE_MODULES = {"errors", "text"}  # below the games: no jax, no azjax
-CORE_MODULES = {"core", "learning", "networks", "replay", "search", "selfplay", "tree_reuse"}
+CORE_MODULES = {"bots", "core", "learning", "matches", "networks", "replay", "search", "selfplay", "tree_reuse", "uct"}
 HEAVY = ("orbax", "flask", "matplotlib", "tensorboardX", "azjax.solver", "azjax.trainer", "azjax.config",
          "azjax.checkpointing", "azjax.cli")
 
@@ -147,3 +148,47 @@ def test_every_exported_function_and_class_has_a_docstring():
         value = getattr(core, name)
         if callable(value) and hasattr(value, "__module__") and not name.endswith("Fn"):  # type aliases aside
             assert value.__doc__, name
+
+
+def _first_cell(key, states):
+    """Deterministic: the lowest legal action."""
+    del key
+    return jnp.argmax(states.legal_action_mask, axis=-1).astype(jnp.int32)
+
+
+def _last_cell(key, states):
+    """Deterministic: the highest legal action."""
+    del key
+    return (states.legal_action_mask.shape[-1] - 1
+            - jnp.argmax(states.legal_action_mask[:, ::-1], axis=-1)).astype(jnp.int32)
+
+
+def test_the_exported_match_evaluates_an_agent_as_the_arena_does():
+    """`core.play_match` on tic-tac-toe: one-ply tactics beat random by a clear margin, in the very games the arena
+    plays for the same key (`arena.run_games` builds on it); two deterministic agents' outcomes are zero-sum from
+    both seats (swapping the agents negates each game's outcome in the other half)."""
+    game = core.make_game("tic_tac_toe")
+    key = jax.random.key(0)
+    init_key, play_key = jax.random.split(key)  # as arena.run_games splits its key, without openings
+    states = jax.vmap(game.init)(jax.random.split(init_key, 32))
+    states = jax.tree.map(lambda x: jnp.concatenate([x, x]), states)  # 32 pairs, each start once per seat
+    onestep = core.onestep_bot(game)
+    match = jax.jit(functools.partial(core.play_match, game=game, agent_a=onestep, agent_b=core.random_agent))
+    played = jax.device_get(match(play_key, states))
+    assert played.start is None
+    np.testing.assert_array_equal(played.seat, [0] * 32 + [1] * 32)
+    assert set(np.unique(played.outcome)) <= {-1.0, 0.0, 1.0}
+    counted = results.summarize(played, "onestep", "random")
+    assert counted.games == 64 and counted.score > 0.8, counted
+    in_arena = jax.device_get(arena.play_games(key, game, onestep, core.random_agent, 64))
+    for field in ("outcome", "seat", "length", "moves", "opening_length"):
+        np.testing.assert_array_equal(getattr(played, field), getattr(in_arena, field), err_msg=field)
+
+    def deterministic(agent_a, agent_b):
+        return jax.device_get(jax.jit(functools.partial(core.play_match, game=game, agent_a=agent_a,
+                                                        agent_b=agent_b))(play_key, states))
+
+    forward, backward = deterministic(_first_cell, _last_cell), deterministic(_last_cell, _first_cell)
+    np.testing.assert_array_equal(forward.outcome, [1.0] * 32 + [-1.0] * 32)  # the first to move takes a row
+    np.testing.assert_array_equal(backward.outcome, -np.roll(forward.outcome, 32))
+    np.testing.assert_array_equal(backward.moves, np.roll(forward.moves, 32, axis=0))

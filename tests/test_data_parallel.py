@@ -18,7 +18,7 @@ import textwrap
 import jax
 import pytest
 
-from azjax import parallel, presets, trainer
+from azjax import layout, parallel, presets
 from azjax.config import ConfigError
 
 _SCRIPT = textwrap.dedent(
@@ -26,6 +26,7 @@ _SCRIPT = textwrap.dedent(
     import dataclasses, json, sys
     import jax, numpy as np
     from azjax import bots, arena, config as config_lib, evaluation, games as games_lib, parallel, presets, trainer
+    from azjax import progress, uct
 
     overrides, root = json.loads(sys.argv[1]), sys.argv[2]
     # With Reanalyse on, so that its search of replayed positions is split over the devices too.
@@ -41,7 +42,7 @@ _SCRIPT = textwrap.dedent(
     resumed = trainer.train(longer, root + "/two", num_devices=1, progress=False, log=quiet)
     # The arena on two devices: each plays its half of the games on its own, with its own keys.
     game = games_lib.make("tic_tac_toe")
-    bot_a, bot_b = bots.uct_bot(game, 4), bots.onestep_bot(game)
+    bot_a, bot_b = uct.uct_bot(game, 4), bots.onestep_bot(game)
     key, mesh = jax.random.key(3), parallel.mesh_for(8)
     split = arena.play_games(key, game, bot_a.act, bot_b.act, 16, opening_moves=2, mesh=mesh)
     blocks = [arena.play_games(jax.random.fold_in(key, d), game, bot_a.act, bot_b.act, 8, opening_moves=2)
@@ -50,7 +51,7 @@ _SCRIPT = textwrap.dedent(
     import io
     stream, shown = io.StringIO(), []
     arena.play(key, game, bot_a, bot_b, 16, opening_moves=2, mesh=mesh,
-               progress=arena.MatchProgress(stream, every=0.0), on_games=shown.append)
+               progress=progress.MatchProgress(stream, every=0.0), on_games=shown.append)
     evaluator = evaluation.make_evaluator(config, opponents=("random", "onestep"), num_games=8, mesh=mesh)
     eval_scores = evaluator(jax.random.key(4), two.run_state.train_state.variables)
     diff = max(float(np.max(np.abs(a - b))) for a, b in zip(
@@ -139,8 +140,8 @@ def test_the_evaluator_splits_its_games_over_the_run_devices(two_device_runs):
 
 
 def test_devices_default_to_all_that_divide_the_batches(tiny_config):
-    assert trainer.run_devices(tiny_config) == jax.devices()[:1]  # this process sees one CPU device
-    assert trainer.run_devices(tiny_config, 1) == jax.devices()[:1]
+    assert layout.run_devices(tiny_config) == jax.devices()[:1]  # this process sees one CPU device
+    assert layout.run_devices(tiny_config, 1) == jax.devices()[:1]
 
 
 class _Device:
@@ -156,7 +157,7 @@ def test_the_default_layout_keeps_small_cpu_networks_on_one_device(game, platfor
     """bench_layout.py measured tic-tac-toe's preset 2x faster on one CPU device, the others faster on two."""
     config = presets.get_config(game, "cpu")
     devices = [_Device(platform, 0), _Device(platform, 1)]
-    chosen, reason = trainer.default_layout(config, devices)
+    chosen, reason = layout.default_layout(config, devices)
     assert chosen == devices[:expected]
     assert reason.startswith("one CPU device" if expected == 1 else f"2 {platform.upper()} devices" if platform == "cpu"
                              else "2 gpu devices")
@@ -164,17 +165,17 @@ def test_the_default_layout_keeps_small_cpu_networks_on_one_device(game, platfor
 
 
 def test_the_split_threshold_sits_between_the_measured_presets():
-    macs = {game: trainer.evaluation_macs(presets.get_config(game, "cpu"), cells)
+    macs = {game: layout.evaluation_macs(presets.get_config(game, "cpu"), cells)
             for game, cells in (("tic_tac_toe", 9), ("connect_four", 42), ("brandub", 49), ("othello6", 36))}
     larger = [value for game, value in macs.items() if game != "tic_tac_toe"]
-    assert macs["tic_tac_toe"] < trainer.CPU_SPLIT_MIN_MACS < min(larger)
+    assert macs["tic_tac_toe"] < layout.CPU_SPLIT_MIN_MACS < min(larger)
 
 
 def test_asking_for_more_devices_than_there_are_names_the_flag(tiny_config):
     with pytest.raises(ConfigError, match="xla_force_host_platform_device_count=4"):
-        trainer.run_devices(tiny_config, 4)
+        layout.run_devices(tiny_config, 4)
     with pytest.raises(ConfigError, match="asked for 0"):
-        trainer.run_devices(tiny_config, 0)
+        layout.run_devices(tiny_config, 0)
 
 
 def test_expose_cpu_cores_sets_the_device_count_unless_the_user_did(monkeypatch):

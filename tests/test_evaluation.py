@@ -14,9 +14,22 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from azjax import arena, checkpointing, cli, evaluation, games, presets, ratings, trainer
+from azjax import (
+    arena,
+    cli,
+    evaluation,
+    games,
+    openings,
+    presets,
+    progress,
+    ratings,
+    results,
+    round_robin,
+    rundir,
+    trainer,
+)
 from azjax import config as config_lib
-from azjax.arena import MatchResult
+from azjax.results import MatchResult
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +67,7 @@ def test_seats_alternate_and_results_are_counted(ttt):
     np.testing.assert_array_equal(games_.seat, [0] * 5 + [1] * 5)
     np.testing.assert_array_equal(games_.outcome, [1] * 5 + [-1] * 5)
     np.testing.assert_array_equal(games_.length, 5)
-    result = arena.summarize(games_, "first", "last")
+    result = results.summarize(games_, "first", "last")
     assert (result.wins, result.draws, result.losses, result.games) == (5, 0, 5, 10)
     assert (result.wins_as_first, result.draws_as_first, result.losses_as_first) == (5, 0, 0)
     assert result.score == 0.5 and result.elo == 0.0
@@ -119,9 +132,9 @@ def test_repeated_games_count_once(ttt, opening_moves, distinct):
     # Two deterministic agents: one game per opening and seat. With one opening move tic-tac-toe has 9 openings,
     # so 100 pairs repeat 18 games; with three there are 504 and every pair gets its own.
     games_ = run(ttt, first_cell, last_cell, 200, opening_moves=opening_moves, seed=2)
-    result = arena.summarize(games_, "first", "last")
-    openings = {tuple(row) for row in np.asarray(games_.moves[:, :opening_moves])}
-    assert result.games == 200 and result.distinct_games == 2 * len(openings) == distinct
+    result = results.summarize(games_, "first", "last")
+    played_openings = {tuple(row) for row in np.asarray(games_.moves[:, :opening_moves])}
+    assert result.games == 200 and result.distinct_games == 2 * len(played_openings) == distinct
     assert result.score_interval == pytest.approx(ratings.wilson_interval(result.score, distinct))
     if distinct < result.games:  # copies count once: the interval is wider than 200 games' would be
         low, high = result.score_interval
@@ -147,13 +160,13 @@ def test_transposed_openings_are_one_game_for_deterministic_agents(ttt):
     games_ = run(ttt, first_cell, last_cell, 600, opening_moves=3, seed=8)
     positions = _opening_positions(np.asarray(games_.moves[:300]), 3)
     assert len({tuple(row) for row in np.asarray(games_.moves[:300, :3])}) > len(set(positions))  # transpositions
-    result = arena.summarize(games_, "first", "last")
+    result = results.summarize(games_, "first", "last")
     assert result.distinct_games == 2 * len(set(positions)) and len(set(positions)) > 240
     # The same two games by other opening move orders: one game per seat.
     moves = np.array([[0, 4, 8, 1, 2, 7, -1], [8, 4, 0, 1, 2, 7, -1]])
     seat, start, opened = np.zeros(2, np.int32), np.ones((2, 2), np.uint32), np.full(2, 3)
-    assert arena.count_distinct(seat, moves, start=start, opening_length=opened) == 1
-    assert arena.count_distinct(seat, moves) == 2
+    assert results.count_distinct(seat, moves, start=start, opening_length=opened) == 1
+    assert results.count_distinct(seat, moves) == 2
 
 
 def test_openings_have_the_length_asked_for(ttt):
@@ -164,7 +177,7 @@ def test_openings_have_the_length_asked_for(ttt):
     states = positions_after(ttt, np.asarray(games_.moves[:, :6]))
     assert not np.any(states.terminated)
     board = ttt.from_ascii("X X .\nO O .\n. . .")  # X to move: c1 wins, the rest go on
-    keep_going = jax.jit(functools.partial(arena.non_ending_moves, ttt))(jax.tree.map(lambda x: x[None], board))
+    keep_going = jax.jit(functools.partial(openings.non_ending_moves, ttt))(jax.tree.map(lambda x: x[None], board))
     assert np.flatnonzero(np.asarray(keep_going[0])).tolist() == [5, 6, 7, 8]
 
 
@@ -177,7 +190,7 @@ def positions_after(game, moves: np.ndarray):
 def test_play_opening(ttt):
     states = jax.vmap(ttt.init)(jax.random.split(jax.random.key(0), 64))
     num_moves = jnp.arange(64) % 3  # 0, 1 or 2 moves: none of them can end a game
-    opened = jax.jit(functools.partial(arena.play_opening, game=ttt, max_moves=2))(
+    opened = jax.jit(functools.partial(openings.play_opening, game=ttt, max_moves=2))(
         jax.random.key(1), states=states, num_moves=num_moves
     )
     stones = np.sum(np.asarray(opened.board) != 0, axis=1)
@@ -238,8 +251,8 @@ def test_a_one_sided_match_has_intervals_that_mirror_each_other(num_games):
     assert won_high == math.inf and lost_low == -math.inf
     assert won_low == pytest.approx(-lost_high) and 0 < won_low < math.inf
     low = f"{won_low:+.0f}"
-    assert f"+inf  [{low}, +inf]" in arena.format_match(won)
-    assert f"-inf  [-inf, {f'{lost_high:+.0f}'}]" in arena.format_match(lost)
+    assert f"+inf  [{low}, +inf]" in results.format_match(won)
+    assert f"-inf  [-inf, {f'{lost_high:+.0f}'}]" in results.format_match(lost)
 
 
 def test_elo_from_score():
@@ -258,7 +271,7 @@ def test_match_result_statistics():
     low, high = result.score_interval
     assert (low, high) == pytest.approx(ratings.wilson_interval(0.7, 100))
     assert result.elo_interval == pytest.approx((ratings.elo_from_score(low), ratings.elo_from_score(high)))
-    line = arena.format_match(result)
+    line = results.format_match(result)
     assert "60" in line and "0.700" in line and "+147" in line and "35/10/5" in line and "25/10/15" in line
 
 
@@ -315,11 +328,11 @@ def test_score_matrices_and_table():
     matches = [MatchResult("random", "x", 10, 0, 30, 5, 0, 15, 6.0, 40),
                MatchResult("x", "y", 20, 20, 0, 10, 10, 0, 7.0, 10),
                MatchResult("random", "y", 0, 0, 40, 0, 0, 20, 5.0, 40)]
-    scores, games_ = arena.score_matrices(["random", "x", "y"], matches)
+    scores, games_ = round_robin.score_matrices(["random", "x", "y"], matches)
     np.testing.assert_array_equal(scores, [[0, 10, 0], [30, 0, 7.5], [40, 2.5, 0]])
     np.testing.assert_array_equal(games_, [[0, 40, 40], [40, 0, 10], [40, 10, 0]])
-    table = arena.RoundRobin(["random", "x", "y"], matches, ratings.fit_elo(scores, games_, prior_draws=1.0))
-    text = arena.format_table(table)
+    table = round_robin.RoundRobin(["random", "x", "y"], matches, ratings.fit_elo(scores, games_, prior_draws=1.0))
+    text = results.format_table(table)
     assert "random = 0" in text and "anchor" in text
     rows = text.splitlines()[-3:]
     # Best first: y's 40 wins over random outweigh its loss to x, which counts as 10 games.
@@ -342,7 +355,7 @@ def run_dir(tmp_path_factory, tiny_config):
 
 
 def test_training_logs_evaluations(run_dir):
-    records = checkpointing.read_metrics(run_dir)
+    records = rundir.read_metrics(run_dir)
     assert [r["iteration"] for r in records] == [1, 2]
     for record in records:
         for name in ("eval/random", "eval/score", "eval/optimal_move_rate", "eval/value_accuracy"):
@@ -366,7 +379,7 @@ def test_a_run_that_seconds_stop_scores_its_last_network(run_dir, tiny_config, t
     result = trainer.train(config, run, max_seconds=1e-9, eval_every=100, evaluator=evaluator,
                            progress=False, log=lines.append)
     assert result.stop_reason == "seconds" and len(calls) == 1
-    last = checkpointing.read_metrics(run)[-1]
+    last = rundir.read_metrics(run)[-1]
     assert last["iteration"] == 3 and last["eval/random"] == 0.75
     shown = next(line for line in lines if "evaluation:" in line)
     assert "random 0.750, optimal_move_rate 0.500" in shown and "begin" not in shown
@@ -427,7 +440,7 @@ def test_cli_eval_shows_a_match_as_it_plays_on_a_terminal_only(monkeypatch):
         def isatty(self) -> bool:
             return True
 
-    monkeypatch.setattr(arena, "MatchProgress", functools.partial(arena.MatchProgress, every=0.0))
+    monkeypatch.setattr(progress, "MatchProgress", functools.partial(progress.MatchProgress, every=0.0))
     for options, stream, shown in (([], Terminal(), True), (["--no-progress"], Terminal(), False),
                                    ([], io.StringIO(), False)):  # a log: no line, and the match stays cacheable
         monkeypatch.setattr(sys, "stderr", stream)

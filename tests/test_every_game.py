@@ -33,7 +33,7 @@ SHRUNK = {
     "train.replay_capacity": 64,
 }
 
-NATIVE = ["tic_tac_toe", "connect_four", "gomoku9", "gomoku", "othello6", "othello", "brandub"]
+NATIVE = ["tic_tac_toe", "connect_four", "gomoku9", "gomoku", "othello6", "othello", "brandub", "brandub_document"]
 PGX = "pgx:connect_four"
 # 45-90 s a game on the 2-core CPU: the default suite takes Brandub, the game with the most actions (1176) and the
 # longest games (200 moves), whose evaluation broke; -m slow takes the rest (Gomoku 15x15 and Othello 8x8 among

@@ -14,6 +14,7 @@ import pytest
 from tiny import cli_args, run_cli
 
 from azjax import checkpointing
+from azjax.manifest import write_manifest
 
 pytestmark = [pytest.mark.usefixtures("persistent_compile_cache"),
               pytest.mark.filterwarnings("ignore:Some donated buffers were not usable")]
@@ -41,7 +42,7 @@ def place(tmp_path_factory, tiny_overrides):
     meta = json.loads(meta_path.read_text())
     meta["version"] = 999
     meta_path.write_text(json.dumps(meta))
-    checkpointing._write_manifest(newer / "checkpoints" / step)  # a consistent checkpoint, of a future format
+    write_manifest(newer / "checkpoints" / step)  # a consistent checkpoint, of a future format
     (root / "afile").write_text("not a directory\n")
     (root / "bad.json").write_text("{not json")
     (root / "my_game").mkdir()  # not hex5: another test module imports the example hex5 in this process

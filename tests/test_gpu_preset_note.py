@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from tiny import run_cli
 
-from azjax import cli, trainer
+from azjax import trainer
+from azjax.cli import train as train_command
 
 
 @pytest.mark.parametrize("platform", ["cpu", "gpu"])
@@ -15,7 +16,7 @@ def test_a_gpu_preset_on_a_cpu_says_what_it_costs(tmp_path, monkeypatch, platfor
         raise trainer.NonFiniteError("stand-in", iteration=0, problems=[], last_checkpoint=None)
 
     monkeypatch.setattr(trainer, "train", stand_in)
-    monkeypatch.setattr(cli, "jax_platform", lambda: platform)
+    monkeypatch.setattr(train_command, "jax_platform", lambda: platform)
     code, out, _ = run_cli(["train", "--game", "connect_four", "--preset", "gpu", "--out", tmp_path / "run"])
     assert code == 1  # the stand-in's error: nothing trained
     noted = [line for line in out.splitlines() if line.startswith("Note: this is the gpu preset, on a CPU")]

@@ -75,6 +75,7 @@ def test_every_variants_command_line_is_one_azjax_train_accepts(load_experiment)
     """Each variant's overrides as the sweep passes them, parsed by `azjax train`'s own parser: an override with no
     option (the "old" variants once set num_iterations, which --iterations sets) would fail its run on the device."""
     from azjax import cli
+    from azjax.cli import train as train_command
 
     parser = cli.build_parser()
     with load_experiment("gpu_sweep") as sweep:
@@ -84,7 +85,7 @@ def test_every_variants_command_line_is_one_azjax_train_accepts(load_experiment)
                              *sweep.override_arguments(sweep.variant_overrides(game, name, {}))]
                 args, unknown = parser.parse_known_args(arguments)
                 assert unknown == [], (game, name, unknown)
-                config = cli._config_from_args(args)
+                config = train_command.config_from_args(args)
                 if isinstance(config, tuple):
                     config = config[0]
                 expected = sweep.variant_config(game, "gpu", name, {})

@@ -18,7 +18,7 @@ import pytest
 from readme_commands import environment, free_port
 from tiny import cli_args
 
-from azjax import checkpointing, trainer
+from azjax import checkpointing, interrupts, rundir
 
 CRASHES = ("Traceback", "Fatal Python error", "Segmentation fault", "Check failure")
 
@@ -82,7 +82,7 @@ SECONDS, ITERATIONS = ["--seconds", "6"], ["--iterations", "40", "--eval-every",
 def test_a_stopped_run_resumes_with_the_same_command(tmp_path, tiny_overrides, env, budget, signum):
     command = tiny_train(tmp_path, tiny_overrides, budget)
     first = Terminal(command, env, tmp_path)
-    first.wait_for(lambda: checkpointing.read_metrics(tmp_path / "run"))  # an iteration done
+    first.wait_for(lambda: rundir.read_metrics(tmp_path / "run"))  # an iteration done
     first.process.send_signal(signum)
     assert first.finish() == 0, first.output[-3000:]
     assert f"{signal.Signals(signum).name} received" in first.output
@@ -94,7 +94,7 @@ def test_a_stopped_run_resumes_with_the_same_command(tmp_path, tiny_overrides, e
     assert again.finish() == 0, again.output[-3000:]
     assert not [sign for sign in CRASHES if sign in again.output], again.output[-3000:]
     assert f"from iteration {stopped_at}" in again.output  # "Resuming ... from iteration N" or "Resuming with"
-    records = checkpointing.read_metrics(tmp_path / "run")
+    records = rundir.read_metrics(tmp_path / "run")
     assert records[-1]["iteration"] > stopped_at
     assert any("eval/random" in record for record in records if record["iteration"] > stopped_at), \
         "the resumed session evaluated"
@@ -121,7 +121,7 @@ def test_a_second_ctrl_c_while_jax_traces_waits_for_it_in_the_library():
     the tracing is done: raised inside it, the interpreter crashes at exit."""
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        with trainer._StopSignals(lambda _: None) as stop:
+        with interrupts.StopSignals(lambda _: None) as stop:
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(0.1)  # Python runs the handler between bytecodes
             assert stop.requested == "SIGINT"
@@ -142,7 +142,7 @@ def test_a_second_signal_goes_to_the_handler_before(tmp_path):
     seen = []
     previous = signal.signal(signal.SIGINT, lambda signum, frame: seen.append(signum))
     try:
-        with trainer._StopSignals(lambda _: None) as stop, stop.holding():
+        with interrupts.StopSignals(lambda _: None) as stop, stop.holding():
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(0.1)
             os.kill(os.getpid(), signal.SIGINT)

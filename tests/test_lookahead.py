@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from azjax import arena, bots, games
+from azjax import bots, games, openings
 from azjax.games import Game, State, lookahead, random_opening
 
 NUM_POSITIONS = 48
@@ -106,7 +106,7 @@ def test_non_ending_moves_matches_the_brute_force():
     states = random_positions(game, seed=3)
     children = step_every_action(game, states)
     want = states.legal_action_mask & ~children.terminated
-    np.testing.assert_array_equal(np.asarray(arena.non_ending_moves(game, states)), np.asarray(want))
+    np.testing.assert_array_equal(np.asarray(openings.non_ending_moves(game, states)), np.asarray(want))
     assert bool((states.legal_action_mask & children.terminated).any())  # some legal move did end a game
 
 

@@ -17,7 +17,7 @@ import jax
 import numpy as np
 import pytest
 
-from azjax import checkpointing
+from azjax import checkpointing, exports, rundir
 
 COMMAND = [sys.executable, "-c", "import sys; from azjax.cli import main; sys.exit(main())"]
 ITERATIONS = 3
@@ -60,7 +60,7 @@ def runs(tmp_path_factory, tiny_config):
     """The same TINY run over two processes (one device each) and in one process over two devices, both
     evaluated at their last iteration."""
     root = tmp_path_factory.mktemp("multihost")
-    checkpointing.write_config(root, tiny_config)
+    rundir.write_config(root, tiny_config)
     config_path = root / "config.json"
     port = free_port()
     processes = [
@@ -93,8 +93,8 @@ def test_two_processes_equal_one_process_over_two_devices(runs):
     assert "eval/random" in evaluated and "eval/optimal_move_rate" in evaluated
     for name in evaluated:
         np.testing.assert_allclose(two[-1][name], one[-1][name], atol=1e-6, err_msg=name)
-    _, two_model = checkpointing.restore_model(root / "two")
-    _, one_model = checkpointing.restore_model(root / "one")
+    _, two_model = exports.restore_model(root / "two")
+    _, one_model = exports.restore_model(root / "one")
     for a, b in zip(jax.tree.leaves(two_model), jax.tree.leaves(one_model), strict=True):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-3, atol=1e-5)
 
@@ -110,7 +110,7 @@ def test_a_two_process_run_resumes_in_one_process(runs):
 
 
 def test_an_unreachable_coordinator_is_a_clear_error(tmp_path, tiny_config):
-    checkpointing.write_config(tmp_path, tiny_config)
+    rundir.write_config(tmp_path, tiny_config)
     lonely = subprocess.run(train_args(tmp_path / "config.json", tmp_path / "run", "--coordinator-address",
                                        f"localhost:{free_port()}", "--num-processes", "2", "--process-id", "1",
                                        "--distributed-timeout", "5"),
@@ -120,7 +120,7 @@ def test_an_unreachable_coordinator_is_a_clear_error(tmp_path, tiny_config):
 
 
 def test_the_three_flags_go_together(tmp_path, tiny_config):
-    checkpointing.write_config(tmp_path, tiny_config)
+    rundir.write_config(tmp_path, tiny_config)
     partial = subprocess.run(train_args(tmp_path / "config.json", tmp_path / "run", "--num-processes", "2"),
                              env=environment(1), capture_output=True, text=True, timeout=300)
     assert partial.returncode == 2 and "together" in partial.stderr
@@ -130,7 +130,7 @@ def test_the_three_flags_go_together(tmp_path, tiny_config):
 def test_a_dead_process_stops_the_other_and_the_checkpoint_stays(tmp_path, tiny_config):
     """Process 1 is killed mid-run: process 0 stops within about the timeout (jax's heartbeat; it says that a task
     died), never hangs, and the last checkpoint resumes in one process."""
-    checkpointing.write_config(tmp_path, tiny_config)
+    rundir.write_config(tmp_path, tiny_config)
     port, out = free_port(), tmp_path / "run"
     processes = [
         subprocess.Popen([*train_args(tmp_path / "config.json", out, "--coordinator-address", f"localhost:{port}",
@@ -161,7 +161,7 @@ def test_a_stop_asked_of_one_process_stops_both_at_the_same_iteration(tmp_path, 
     """SIGTERM to process 1 alone, in a run bounded by --seconds: both stop after the same iteration (every
     process follows process 0's clock and any one's stop request), exit 0 and leave a checkpoint of it; without
     that agreement one would wait for the other until the heartbeat timeout."""
-    checkpointing.write_config(tmp_path, tiny_config)
+    rundir.write_config(tmp_path, tiny_config)
     port, out = free_port(), tmp_path / "run"
     processes = [
         subprocess.Popen([*train_args(tmp_path / "config.json", out, "--coordinator-address", f"localhost:{port}",

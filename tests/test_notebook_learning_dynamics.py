@@ -6,7 +6,7 @@ from __future__ import annotations
 import execute
 import pytest
 
-from azjax import checkpointing
+from azjax import rundir
 
 
 @pytest.mark.slow  # 49 s on 2 cores; the quickstart, inside-the-search and boards notebooks run in the default suite
@@ -19,7 +19,7 @@ def test_learning_dynamics_notebook_runs(tmp_path):
     assert "untrained network: optimal-move rate" in text  # the evaluator, compiled before the runs
     for label in ("drop", "keep"):
         assert f"{label}: stopped (iterations) after iteration 3" in text
-        records = checkpointing.read_metrics(tmp_path / "runs" / label)
+        records = rundir.read_metrics(tmp_path / "runs" / label)
         assert [r["iteration"] for r in records] == [1, 2, 3]
         assert "eval/optimal_move_rate" in records[-1]  # evaluated during training
     assert "the runs differ in: selfplay.keep_unfinished: False -> True" in text

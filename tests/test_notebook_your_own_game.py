@@ -7,7 +7,7 @@ import execute
 import nbformat
 import pytest
 
-from azjax import checkpointing
+from azjax import rundir
 
 
 @pytest.mark.slow  # 78 s on 2 cores; the same flow runs in the default suite through the CLI (test_your_own_game.py)
@@ -27,7 +27,7 @@ def test_your_own_game_notebook_runs(tmp_path):
     assert "config: the cpu preset registered with breakthrough5" in text  # games.register with presets
     assert "untrained network with its search: random" in text
     assert "stopped (iterations) after iteration 3" in text
-    records = checkpointing.read_metrics(tmp_path / "run")
+    records = rundir.read_metrics(tmp_path / "run")
     assert [r["iteration"] for r in records] == [1, 2, 3]
     assert "eval/mcts8" in records[1]  # evaluated during training, every 2 iterations
     assert "agent A        agent B" in text  # the table against the baselines

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from azjax import bots, checkpointing, cli, games, play, presets
+from azjax import agent_specs, bots, checkpointing, cli, games, network_bots, play, presets, rundir
 from azjax import config as config_lib
 from azjax.bots import Analysis
 from azjax.training import init_run_state
@@ -145,7 +145,7 @@ def test_describe_move(ttt):
 def untrained_run(tmp_path_factory, tiny_config):
     """A run directory holding an untrained TINY network (no training needed to test loading and playing)."""
     path = tmp_path_factory.mktemp("untrained")
-    checkpointing.write_config(path, tiny_config)
+    rundir.write_config(path, tiny_config)
     run_state = jax.jit(init_run_state, static_argnums=0)(tiny_config)  # one compile beats many eager ops
     checkpointing.CheckpointManager(path).save(run_state.replace(iteration=jnp.int32(1)), tiny_config)
     return path
@@ -186,8 +186,8 @@ def test_a_games_name_plays_its_shipped_agent_named_as_such(monkeypatch, capsys)
     out = capsys.readouterr().out
     assert "Loading pretrained:connect_four ..." in out and "against pretrained:connect_four." in out
     assert not re.findall(r"(?<!pretrained:)\bconnect_four\b(?!: you)", out), out  # the agent: never the bare name
-    assert bots.make_bot("connect_four", games.make("connect_four")).name == "pretrained:connect_four"
-    assert [bots.bot_name(spec) for spec in ("greedy:connect_four", "az:connect_four:64:reuse", "mcts:400")] == [
+    assert agent_specs.make_bot("connect_four", games.make("connect_four")).name == "pretrained:connect_four"
+    assert [agent_specs.bot_name(spec) for spec in ("greedy:connect_four", "az:connect_four:64:reuse", "mcts:400")] == [
         "greedy:pretrained:connect_four", "az:pretrained:connect_four:64:reuse", "mcts:400"]
 
 
@@ -262,7 +262,7 @@ def test_a_searching_agent_shows_the_move_it_plays_first(tiny_overrides):
         actions = jax.vmap(lambda k, m: jax.random.categorical(k, jnp.where(m, 0.0, -jnp.inf)))(
             keys, states.legal_action_mask)
         states = step(states, actions)
-    analysis = jax.device_get(jax.jit(bots.alphazero_bot(agent).analyse)(jax.random.key(2), states))
+    analysis = jax.device_get(jax.jit(network_bots.alphazero_bot(agent).analyse)(jax.random.key(2), states))
     disagree = 0
     for b in range(num_positions):
         one = jax.tree.map(operator.itemgetter(slice(b, b + 1)), analysis)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from test_connect_four_solver import _grid, _reference_move_scores
 
-from azjax import bots, evaluation, games
+from azjax import agent_specs, bots, evaluation, games
 from azjax.solver import connect_four as c4
 from azjax.solver import connect_four_sets as sets
 from azjax.solver import positions
@@ -94,7 +94,7 @@ def test_a_random_agent_keeps_the_outcome_in_about_60_percent(labelled):
 def test_the_perfect_player_is_always_right(labelled):
     later = labelled.only(["middle-easy", "middle-medium", "end-easy"])
     small = later.take(np.arange(0, later.num_positions, 10))
-    report = evaluation.judge_bot(jax.random.key(0), bots.make_bot("perfect", games.make("connect_four")), small,
+    report = evaluation.judge_bot(jax.random.key(0), agent_specs.make_bot("perfect", games.make("connect_four")), small,
                                   batch_size=128)
     assert report.moves["all"].hits == report.moves["all"].total == small.num_positions == 300
     assert report.values["all"].hits == 300

@@ -9,6 +9,7 @@ import dataclasses
 import hashlib
 import io
 import json
+import sys
 
 import jax
 import numpy as np
@@ -17,7 +18,24 @@ from flax import serialization
 from tiny import cli_args
 
 import azjax
-from azjax import arena, bots, checkpointing, cli, config, games, presets, pretrained, rundir, trainer, training
+from azjax import (
+    agent_specs,
+    arena,
+    bots,
+    checkpointing,
+    cli,
+    config,
+    exports,
+    games,
+    network_bots,
+    presets,
+    pretrained,
+    rundir,
+    trainer,
+    training,
+    warm_start,
+)
+from azjax.cli import train as train_command
 from azjax.games import registry
 
 pytestmark = [pytest.mark.usefixtures("persistent_compile_cache"),
@@ -29,13 +47,13 @@ NATIVE = ("tic_tac_toe", "connect_four", "gomoku9", "othello6", "brandub")  # ea
 def run_cli(argv: list[str], stdin: str = "") -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        real_stdin, cli.sys.stdin = cli.sys.stdin, io.StringIO(stdin)
+        real_stdin, sys.stdin = sys.stdin, io.StringIO(stdin)
         try:
             code = cli.main([str(a) for a in argv])
         except SystemExit as exit_:
             code = exit_.code
         finally:
-            cli.sys.stdin = real_stdin
+            sys.stdin = real_stdin
     return code, out.getvalue(), err.getvalue()
 
 
@@ -54,7 +72,7 @@ def run(tmp_path_factory, tiny_overrides):
 def shipped(run, tmp_path, monkeypatch):
     """A package directory of shipped agents holding the TINY run as tic-tac-toe's."""
     monkeypatch.setattr(pretrained, "DIRECTORY", tmp_path)
-    config_, variables = checkpointing.restore_model(run)
+    config_, variables = exports.restore_model(run)
     pretrained.write(tmp_path / "tic_tac_toe", config_, variables,
                      {"observation_version": 1, "training": {"iterations": 2}, "strength": []})
     return tmp_path
@@ -95,18 +113,18 @@ def test_damaged_or_misfitting_weights_are_refused(shipped):
 
 
 def test_a_game_name_or_pretrained_spec_means_the_shipped_agent(shipped):
-    assert bots.shipped_game("pretrained:tic_tac_toe") == "tic_tac_toe"
-    assert bots.shipped_game("tic_tac_toe") == "tic_tac_toe"
-    assert bots.shipped_game("random") is None and bots.shipped_game("mcts:8") is None
-    assert bots.game_of_spec("tic_tac_toe") == "tic_tac_toe"
-    assert bots.game_of_spec("az:pretrained:tic_tac_toe:8") == "tic_tac_toe"
-    with pytest.raises(bots.SpecError, match=r"no trained agent ships with azjax for connect_four .shipped: "
+    assert agent_specs.shipped_game("pretrained:tic_tac_toe") == "tic_tac_toe"
+    assert agent_specs.shipped_game("tic_tac_toe") == "tic_tac_toe"
+    assert agent_specs.shipped_game("random") is None and agent_specs.shipped_game("mcts:8") is None
+    assert agent_specs.game_of_spec("tic_tac_toe") == "tic_tac_toe"
+    assert agent_specs.game_of_spec("az:pretrained:tic_tac_toe:8") == "tic_tac_toe"
+    with pytest.raises(agent_specs.SpecError, match=r"no trained agent ships with azjax for connect_four .shipped: "
                                              r"tic_tac_toe.; train one with `azjax train --game connect_four`"):
-        bots.game_of_spec("connect_four")
+        agent_specs.game_of_spec("connect_four")
     game = games.make("tic_tac_toe")
-    assert bots.make_bot("greedy:tic_tac_toe", game).name == "greedy:pretrained:tic_tac_toe"  # named as loaded
-    with pytest.raises(bots.SpecError, match="was trained on tic_tac_toe, not connect_four"):
-        bots.make_bot("pretrained:tic_tac_toe", games.make("connect_four"))
+    assert agent_specs.make_bot("greedy:tic_tac_toe", game).name == "greedy:pretrained:tic_tac_toe"  # named as loaded
+    with pytest.raises(agent_specs.SpecError, match="was trained on tic_tac_toe, not connect_four"):
+        agent_specs.make_bot("pretrained:tic_tac_toe", games.make("connect_four"))
     with pytest.raises(checkpointing.CheckpointError, match="one shipped network; it has no other iterations"):
         azjax.load_agent("pretrained:tic_tac_toe", iteration=3)
 
@@ -125,7 +143,7 @@ def test_the_listing_names_no_run_directory_of_the_machine_that_measured_an_agen
 def test_the_command_line_lists_and_plays_the_shipped_agents(shipped):
     code, out, _ = run_cli(["pretrained"])
     assert code == 0 and out.startswith("pretrained:tic_tac_toe: ")
-    assert "strength not measured yet" in out and "No agent ships for brandub, connect_four" in out
+    assert "strength not measured yet" in out and "No agent ships for brandub, brandub_document, connect_four" in out
     code, out, err = run_cli(["play", "--seed", "1"], stdin="quit\n")  # no agent: tic-tac-toe's shipped one
     assert code == 0, err
     assert "Loading pretrained:tic_tac_toe" in out
@@ -135,18 +153,18 @@ def test_the_command_line_lists_and_plays_the_shipped_agents(shipped):
 
 def test_init_from_starts_from_the_sources_weights_and_refuses_what_does_not_fit(run, shipped, tmp_path,
                                                                                tiny_config):
-    weights = trainer.warm_start_weights(tiny_config, "pretrained:tic_tac_toe", log=lambda _: None)
-    source = checkpointing.restore_model(run)[1]
+    weights = warm_start.warm_start_weights(tiny_config, "pretrained:tic_tac_toe", log=lambda _: None)
+    source = exports.restore_model(run)[1]
     for a, b in zip(jax.tree.leaves(weights), jax.tree.leaves(source), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     wider = config.with_overrides(tiny_config, {"network.num_channels": 16})
     with pytest.raises(checkpointing.CheckpointError, match=r"cannot start from .*: parameter params/.* has "
                        r"shape .* there and .* here; its network differs in network.num_channels \(8 there, 16 here\): "
                        "pass --network.num_channels 8"):
-        trainer.warm_start_weights(wider, run)
+        warm_start.warm_start_weights(wider, run)
     other = config.with_overrides(tiny_config, {"game": "connect_four"})
     with pytest.raises(checkpointing.CheckpointError, match="trained on tic_tac_toe, and this run plays connect_four"):
-        trainer.warm_start_weights(other, run)
+        warm_start.warm_start_weights(other, run)
     with pytest.raises(checkpointing.CheckpointError, match=r"--init-from starts a new run, but .* holds one"):
         trainer.train(tiny_config, run, init_from="pretrained:tic_tac_toe")
 
@@ -165,13 +183,13 @@ def test_train_init_from_on_the_command_line(run, shipped, tmp_path, tiny_overri
 def test_init_from_fits_the_preset_to_its_source_and_keeps_what_the_options_set(run, shipped, tiny_overrides):
     """`azjax train --init-from` takes the source's network shape (not its precision) and warms the learning rate up
     until the replay first fills; --network.* and --train.warmup_steps given on the command line win."""
-    source, _ = checkpointing.restore_model(run)
+    source, _ = exports.restore_model(run)
     plain = {name: value for name, value in tiny_overrides.items()
              if not name.startswith("network.") and name != "train.warmup_steps"}
 
     def config_of(*extra):
         args = cli.build_parser().parse_known_args(["train", "--init-from", str(run), *cli_args(plain), *extra])[0]
-        return cli._config_from_args(args)
+        return train_command.config_from_args(args)
 
     preset = presets.get_config("tic_tac_toe")
     assert preset.network != source.network  # the TINY run's network is not the preset's
@@ -188,10 +206,10 @@ def test_init_from_fits_the_preset_to_its_source_and_keeps_what_the_options_set(
     assert fitted.network.num_blocks == 3 and fitted.network.num_channels == source.network.num_channels
     assert fitted.train.warmup_steps == 5 and "warmup_steps=5" in origin and "replay buffer first fills" not in origin
     bf16 = config.with_overrides(preset, {"network.compute_dtype": "bfloat16"})  # e.g. a GPU preset's precision
-    fitted, _ = trainer.warm_start_config(bf16, source)
+    fitted, _ = warm_start.warm_start_config(bf16, source)
     assert fitted.network == dataclasses.replace(source.network, compute_dtype="bfloat16") != source.network
     resumed = config.with_overrides(preset, {"game": "connect_four"})
-    assert trainer.warm_start_config(resumed, source) == (resumed, [])  # another game: train() refuses it
+    assert warm_start.warm_start_config(resumed, source) == (resumed, [])  # another game: train() refuses it
 
 
 def test_a_warm_started_run_plays_as_well_as_its_source_after_one_iteration(tmp_path):
@@ -202,7 +220,7 @@ def test_a_warm_started_run_plays_as_well_as_its_source_after_one_iteration(tmp_
     source = pretrained.restore("pretrained:tic_tac_toe")[0]
     assert pretrained.card("tic_tac_toe")["strength"][0]["result"]["network"]["optimal_move_rate"] == 1.0
     preset = config.with_overrides(presets.get_config("tic_tac_toe"), {"num_iterations": 1})
-    fitted, _ = trainer.warm_start_config(preset, source)
+    fitted, _ = warm_start.warm_start_config(preset, source)
     result = trainer.train(fitted, tmp_path / "warm", init_from="pretrained:tic_tac_toe", eval_every=1,
                            eval_opponents=("random",), progress=False, log=lambda _: None)
     assert result.history[0]["eval/optimal_move_rate"] >= 0.997, result.history[0]
@@ -211,7 +229,7 @@ def test_a_warm_started_run_plays_as_well_as_its_source_after_one_iteration(tmp_
 def test_every_saved_network_records_its_observation_version(run, shipped, tmp_path, monkeypatch):
     manager = checkpointing.CheckpointManager(run)
     assert manager.meta(manager.latest_step())["observation_version"] == 1
-    info = checkpointing.export_model(run, tmp_path / "export")
+    info = exports.export_model(run, tmp_path / "export")
     assert info["observation_version"] == 1
     # The game's observe changed, and it cannot build the planes these networks read: each refuses to load.
     changed = dataclasses.replace(games.make("tic_tac_toe"), observation_version=2)
@@ -219,7 +237,7 @@ def test_every_saved_network_records_its_observation_version(run, shipped, tmp_p
     for source in (run, tmp_path / "export", "pretrained:tic_tac_toe"):
         with pytest.raises(checkpointing.CheckpointError, match="was trained on observation version 1 of "
                            "tic_tac_toe, but tic_tac_toe observes version 2 today and cannot build version 1"):
-            checkpointing.restore_model(source)
+            exports.restore_model(source)
     with pytest.raises(checkpointing.CheckpointError, match="observes version 2 today and cannot build version 1"):
         trainer.train(config.with_overrides(rundir.read_config(run), {"num_iterations": 3}), run, progress=False,
                       log=lambda _: None)
@@ -232,18 +250,18 @@ def test_a_network_of_an_older_observation_reads_the_planes_it_was_trained_on():
     assert today.observation_version == 2 and pretrained.card("connect_four")["observation_version"] == 1
     agent = azjax.load_agent("pretrained:connect_four")
     assert agent.config.observation_version == 1 and agent.game.observation_shape == (6, 7, 2)
-    match = arena.play(jax.random.key(0), today, bots.greedy_bot(agent), bots.random_bot(), 8, opening_moves=1)
+    match = arena.play(jax.random.key(0), today, network_bots.greedy_bot(agent), bots.random_bot(), 8, opening_moves=1)
     assert match.score >= 0.9, match
     # A new run observes today's planes; one started from the agent, the agent's (the command line's choice wins).
     preset = presets.get_config("connect_four")
     assert preset.observation_version is None and preset.make_game().observation_shape == (6, 7, 5)
-    fitted, changes = trainer.warm_start_config(preset, agent.config)
+    fitted, changes = warm_start.warm_start_config(preset, agent.config)
     assert fitted.observation_version == 1 and any("observation_version=1" in line for line in changes)
-    kept, _ = trainer.warm_start_config(preset, agent.config, keep=frozenset({"observation_version"}))
+    kept, _ = warm_start.warm_start_config(preset, agent.config, keep=frozenset({"observation_version"}))
     assert kept.observation_version is None
     with pytest.raises(checkpointing.CheckpointError, match=r"its network differs in observation_version \(1 there, "
                        r"2 here\): pass --observation_version 1"):
-        trainer.warm_start_weights(dataclasses.replace(fitted, observation_version=2), "pretrained:connect_four")
+        warm_start.warm_start_weights(dataclasses.replace(fitted, observation_version=2), "pretrained:connect_four")
     code, _, err = run_cli(["train", "--game", "connect_four", "--observation_version", "3", "--out", "unused"])
     assert code == 2 and "--observation_version 3: connect_four observes version 2 today and cannot produce " \
         "version 3" in err, err
@@ -271,7 +289,7 @@ def test_every_native_game_ships_an_agent_that_beats_random(game_name):
     card = pretrained.card(game_name)
     assert card["game"] == game_name and card["training"]["command"].startswith(f"azjax train --game {game_name}")
     agent = azjax.load_agent(f"pretrained:{game_name}")
-    match = arena.play(jax.random.key(0), agent.game, bots.greedy_bot(agent), bots.random_bot(), 16,
+    match = arena.play(jax.random.key(0), agent.game, network_bots.greedy_bot(agent), bots.random_bot(), 16,
                        opening_moves=1)
     assert match.score >= 0.9, match  # the network alone, no search
 
@@ -301,7 +319,7 @@ def test_a_run_stops_once_an_evaluation_finds_perfect_play(tiny_config, tmp_path
 
 
 def test_a_shipped_agent_plays_with_its_cards_search(run, shipped):
-    config_, variables = checkpointing.restore_model(run)
+    config_, variables = exports.restore_model(run)
     pretrained.write(shipped / "tic_tac_toe", config_, variables,
                      {"observation_version": 1, "training": {}, "play": {"search.num_simulations": 7},
                       "strength": []})

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from azjax import checkpointing, games, replay, selfplay, training
+from azjax import compatibility, games, replay, selfplay, training
 from azjax import config as config_lib
 from azjax.config import ConfigError
 from azjax.replay import Batch
@@ -176,11 +176,11 @@ def test_reanalysed_positions_must_split_over_the_devices(config):
 
 
 def test_turning_reanalyse_on_changes_a_checkpoints_layout(tiny_config, config):
-    structural, _ = checkpointing.compare_configs(tiny_config, config)
+    structural, _ = compatibility.compare_configs(tiny_config, config)
     assert any(line.startswith("train.reanalyse_positions") for line in structural)
     more = dataclasses.replace(config, train=dataclasses.replace(config.train, reanalyse_positions=48,
                                                                  reanalyse_simulations=16))
-    structural, other = checkpointing.compare_configs(config, more)
+    structural, other = compatibility.compare_configs(config, more)
     assert not structural and len(other) == 2  # how many and how deep: no change to what is saved
 
 

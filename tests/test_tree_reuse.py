@@ -15,7 +15,20 @@ import mctx
 import numpy as np
 import pytest
 
-from azjax import arena, bots, checkpointing, cli, games, play, search, training, tree_reuse
+from azjax import (
+    agent_specs,
+    arena,
+    bots,
+    checkpointing,
+    cli,
+    games,
+    matches,
+    play,
+    rundir,
+    search,
+    training,
+    tree_reuse,
+)
 from azjax import config as config_lib
 from azjax.config import ConfigError, NetworkConfig, SearchConfig
 from azjax.networks import inference_fn, init_variables, make_network
@@ -334,7 +347,7 @@ def test_the_arena_lets_a_memory_follow_every_move(setting, compact):
 
     def follow(memory, actions, moved):
         stepped = jax.vmap(game.step)(memory, actions)
-        return jax.tree.map(lambda new, old: jnp.where(arena._expand_to(moved, new), new, old), stepped, memory)
+        return jax.tree.map(lambda new, old: jnp.where(matches.expand_to(moved, new), new, old), stepped, memory)
 
     spy = bots.Bot("spy", lambda key, states: bots.random_analysis(key, states),
                    bots.Memory(init=lambda states: states, analyse=analyse, follow=follow))
@@ -350,7 +363,7 @@ def test_the_arena_lets_a_memory_follow_every_move(setting, compact):
 @pytest.fixture(scope="module")
 def untrained_run(tmp_path_factory, tiny_config):
     path = tmp_path_factory.mktemp("untrained")
-    checkpointing.write_config(path, tiny_config)
+    rundir.write_config(path, tiny_config)
     run_state = training.init_run_state(tiny_config)
     checkpointing.CheckpointManager(path).save(run_state.replace(iteration=jnp.int32(1)), tiny_config)
     return path
@@ -358,15 +371,15 @@ def untrained_run(tmp_path_factory, tiny_config):
 
 def test_reuse_specs(setting, untrained_run):
     game = setting[0]
-    bot = bots.make_bot(f"az:{untrained_run}:6:reuse", game)
+    bot = agent_specs.make_bot(f"az:{untrained_run}:6:reuse", game)
     assert bot.memory is not None and bot.name == f"az:{untrained_run}:6:reuse"
-    assert bots.make_bot(f"az:{untrained_run}:reuse", game).memory is not None
-    assert bots.make_bot(f"az:{untrained_run}:6", game).memory is None  # the run searches with Gumbel MuZero
-    assert bots.make_bot(f"az:{untrained_run}:6", game, policy="puct").memory is not None  # PUCT: reuse by default
-    assert bots.make_bot(f"az:{untrained_run}:fresh", game, policy="puct").memory is None
-    assert bots.make_bot(str(untrained_run), game, policy="puct").memory is not None
-    assert bots.game_of_spec(f"az:{untrained_run}:fresh") == "tic_tac_toe"
-    assert bots.game_of_spec(f"az:{untrained_run}:6:reuse") == "tic_tac_toe"
+    assert agent_specs.make_bot(f"az:{untrained_run}:reuse", game).memory is not None
+    assert agent_specs.make_bot(f"az:{untrained_run}:6", game).memory is None  # the run searches with Gumbel MuZero
+    assert agent_specs.make_bot(f"az:{untrained_run}:6", game, policy="puct").memory is not None  # by default with PUCT
+    assert agent_specs.make_bot(f"az:{untrained_run}:fresh", game, policy="puct").memory is None
+    assert agent_specs.make_bot(str(untrained_run), game, policy="puct").memory is not None
+    assert agent_specs.game_of_spec(f"az:{untrained_run}:fresh") == "tic_tac_toe"
+    assert agent_specs.game_of_spec(f"az:{untrained_run}:6:reuse") == "tic_tac_toe"
     result = arena.play(jax.random.key(1), game, bot, bots.random_bot(), 8)
     assert result.games == 8
     # A kept tree holds the search of the position it is about: its root saw the new simulations on top.
@@ -382,7 +395,7 @@ def test_reuse_specs(setting, untrained_run):
 def test_play_against_a_reusing_bot(setting, untrained_run, monkeypatch, capsys):
     cells = [f"{c}{r}" for r in "123" for c in "abc"]
     game = setting[0]
-    bot = bots.make_bot(f"az:{untrained_run}:6:reuse", game)
+    bot = agent_specs.make_bot(f"az:{untrained_run}:6:reuse", game)
     script = iter(itertools.cycle(cells))
     shown: list[str] = []
     record = play.play_game(game, bot, input_fn=lambda prompt: next(script), output_fn=shown.append,

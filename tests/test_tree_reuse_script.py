@@ -8,14 +8,14 @@ import json
 import jax.numpy as jnp
 import pytest
 
-from azjax import checkpointing, training
+from azjax import checkpointing, rundir, training
 
 
 # Slow (about 50 s): tree reuse itself is tested in test_tree_reuse.py; this runs the experiment script.
 @pytest.mark.slow
 def test_matches_and_cost(load_experiment, tiny_config, tmp_path):
     run = tmp_path / "run"
-    checkpointing.write_config(run, tiny_config)
+    rundir.write_config(run, tiny_config)
     checkpointing.CheckpointManager(run).save(training.init_run_state(tiny_config).replace(iteration=jnp.int32(1)),
                                               tiny_config)
     out = tmp_path / "reuse.md"

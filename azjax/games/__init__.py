@@ -11,7 +11,7 @@ steps through a game in a notebook (`show`).
 
 from azjax.games.base import Game, State, Symmetry, board_symmetries, random_opening, resolve_step
 from azjax.games.boards import BoardState
-from azjax.games.brandub import BrandubState, make_brandub
+from azjax.games.brandub import BrandubState, make_brandub, make_brandub_document
 from azjax.games.checker import CHECKS, CheckReport, GameCheckError, GameCheckWarning, Position, check_game
 from azjax.games.connect_four import make_connect_four
 from azjax.games.mnk import make_gomoku, make_gomoku9, make_mnk_game, make_tic_tac_toe
@@ -36,7 +36,8 @@ from azjax.games.registry import (
 
 register("tic_tac_toe", make_tic_tac_toe)
 register("connect_four", make_connect_four)
-register("brandub", make_brandub)  # options: king_armed, monarch_capture, castle_passable, max_moves, ...
+register("brandub", make_brandub)  # options: king_armed, monarch_capture, castle_passable, capture, max_moves, ...
+register("brandub_document", make_brandub_document)  # brandub as its source document plays it; the same options
 register("gomoku", make_gomoku)  # options: size=15, exact=False
 register("gomoku9", make_gomoku9)  # make("gomoku", size=9) under its own name; option: exact=False
 register("othello", make_othello)  # option: size=8
@@ -67,6 +68,7 @@ __all__ = [
     "load_positions",
     "make",
     "make_brandub",
+    "make_brandub_document",
     "make_connect_four",
     "make_gomoku",
     "make_gomoku9",

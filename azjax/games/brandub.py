@@ -16,27 +16,49 @@ Start position (rank 7 at the top, as `render` prints it; "+" marks the empty ca
 Rules, as implemented (the options of `make_brandub` are in brackets):
 
 * Every piece moves like a rook: any distance along a row or column through empty squares. Only the monarch may
-  stop on the castle (d4) or a corner. Other pieces may pass through the empty castle [`castle_passable=True`;
-  False makes the castle block them]. Nothing may pass through a piece, and a corner is never on a path.
-* Captures are custodial and active: after a move, each enemy pawn beside the moved piece that has, on the far
-  side, a piece of the mover or a hostile square is removed (several at once if so). Hostile squares: the four
-  corners, always, and the castle when empty, to both sides. A piece may move safely between two enemies (only
-  the mover captures). The monarch takes part in captures, as the moving piece or on the far side
-  [`king_armed=True`; False: it captures nothing and is no anvil].
+  stop on the castle (d4) or a corner [`monarch_enters_castle=True`; False: the castle is no piece's destination,
+  the monarch's start aside]. Other pieces may pass through the empty castle [`castle_passable=True`; False makes
+  the castle block them]. Nothing may pass through a piece, and a corner is never on a path.
+* Captures are custodial [`capture`]. A piece is flanked when two opposite neighbours are hostile to it: for a
+  pawn, an enemy piece (the monarch counts, against attackers), a corner or the empty castle, to both sides.
+  "active" (default): after a move, each enemy pawn beside the moved piece that has, on the far side, a piece of
+  the mover or a hostile square is removed (several at once if so); a piece may move safely between two enemies
+  (only the mover captures). "passive": the moved piece is checked first, and a flanked one is removed (the
+  monarch by its own rule below, which loses the game) and captures nothing; otherwise as "active". "neighbours"
+  (the source document's): the moved piece, then each piece beside it, of either side, is removed if flanked on
+  either line, so a pawn flanked earlier (by the castle its monarch left, say) falls when a piece moves beside
+  it. "board" (the `brandub` package's): after every move each flanked piece on the board is removed, all at
+  once. In these two the monarch on its corner, the move that wins, is no anvil (the sources count it and the
+  corner as two hostile things, which are not one). The monarch takes part in captures, as the moving piece or
+  on the far side [`king_armed=True`; False: it captures nothing and is no anvil].
 * The monarch is captured by attackers (and hostile squares, never by defenders) [`monarch_capture`]:
   "four_near_castle" (default): on the castle, by attackers on all four sides; beside the castle, by attackers
   on the three other sides (the empty castle is the fourth); elsewhere by two attackers on opposite sides, or
   an attacker and a corner. "two": by two everywhere, like a pawn (beside the castle, one attacker opposite the
   empty castle suffices). "four": on all four sides everywhere (corners and the empty castle count; a monarch on
-  the board's edge cannot be captured). As with pawns, the moving attacker must be one of the captors.
-* The defenders win when the monarch reaches a corner; the attackers win when they capture it. A side with no
-  legal move on its turn (all pieces blocked or captured) loses.
+  the board's edge cannot be captured). The moving attacker must be one of the captors; where `capture` checks
+  more pieces, the monarch also falls whenever it stands so when checked, whoever moved: after its own move
+  ("passive"), its own or one beside it ("neighbours"), any move ("board").
+* The defenders win when the monarch reaches a corner; the attackers win when it is captured. A side with no
+  legal move on its turn (all pieces blocked or captured) [`stalemate`]: "loses" (default), or "draw" (the game
+  ends with no winner: the source document and the package have no move to make there, and play stops).
 * Draws: a position (board and side to move) that occurs for the `repetitions`-th time (default 3) within the
   last `history_size` + 1 positions (default 64 + 1) ends the game as a draw (`history_size=0` turns the rule
   off), and so does the `max_moves`-th move (default 200) if it wins nothing. `max_length` is `max_moves`.
   Positions are compared by 32-bit Zobrist hashes, so two different positions are taken for the same one with
   a chance of about 2^-32 per pair (a few in a million per 200-move game). Captures cannot be undone, so only
   positions since the last capture can repeat; a shorter history forgets repetitions that are farther apart.
+
+The defaults are the game the shipped `pretrained:brandub` and earlier runs were trained on, and the common tafl
+practice (the Copenhagen and Fetlar rules): the monarch may return to its castle, only the mover captures, a
+side that cannot move loses. "brandub_document" (`make_brandub_document`, `DOCUMENT_RULES`) is the game of the
+document azjax's Brandub was first written from ("AlphaZero for Brandub", Kevin Nowland) as its code plays it:
+the castle no destination, captures "neighbours", a stuck side's game drawn, no repetition rule (its code
+compares a new board with those two and three moves before, which can never recur), and azjax's `max_moves`,
+as the document sets no limit. Its author's package `brandub` (PyPI) plays the same rules with
+`capture="board"`, but for a draw when a board recurs within its last ten positions, whoever is to move, and an
+attacker beside the castle the monarch holds, which it never takes against it
+(tests/games/test_brandub_package.py compares them; experiments/results/brandub_rules.md).
 
 Board: int8 [49], row-major, row 0 at the top (rank 7): 0 empty, 1 attacker, 2 defender, 3 monarch. The monarch
 is removed from the board when captured.
@@ -56,7 +78,9 @@ ASCII: `render` prints the board as above, "A" attacker, "D" defender, "K" monar
 castle or corner), then a status line: "attackers to move", "defenders to move", "attackers win", "defenders
 win" or "draw with <side> to move", followed by "; N moves played". `from_ascii` reads it back (row labels and
 the header are optional, "+" and "." are both empty, "; N moves played" is optional: N defaults to 0 with the
-attackers and 1 with the defenders to move); the repetition history of a parsed position starts afresh.
+attackers and 1 with the defenders to move); the repetition history of a parsed position starts afresh. A win
+is read as made by the winner's last move, but "attackers win; N moves played" with N even where `capture` is
+not "active": the defenders lost their monarch by their own move.
 """
 
 from __future__ import annotations
@@ -87,6 +111,8 @@ CORNERS = (0, SIZE - 1, NUM_CELLS - SIZE, NUM_CELLS - 1)
 DIRECTION_STEPS = ((-1, 0), (0, 1), (1, 0), (0, -1))  # N, E, S, W as (row, col) steps; row 0 is the top
 DIRECTION_LETTERS = "NESW"
 MONARCH_CAPTURE_RULES = ("four_near_castle", "two", "four")
+CAPTURE_RULES = ("active", "passive", "neighbours", "board")
+STALEMATE_RULES = ("loses", "draw")
 NUM_PLANES = 7
 
 START = """
@@ -124,9 +150,11 @@ RAYS = _rays()
 IS_CORNER = _cell_flags(CORNERS)
 IS_CASTLE = _cell_flags((CASTLE,))
 IS_SPECIAL = IS_CORNER | IS_CASTLE  # only the monarch may stop here
+NEIGHBOURS = RAYS[:, :, 0]  # [49, 4] the four neighbours N E S W of each cell, NUM_CELLS off the board
 NEAR_CASTLE = _cell_flags((CASTLE, *(int(c) for c in RAYS[CASTLE, :, 0])))  # the castle and its 4 neighbours
 _PATH_IS_CASTLE = IS_CASTLE[RAYS]  # [49, 4, 6]
 _DESTINATION_IS_SPECIAL = IS_SPECIAL[RAYS]  # [49, 4, 6]
+_DESTINATION_IS_CORNER = IS_CORNER[RAYS]  # [49, 4, 6]
 # Zobrist keys: one random uint32 per (cell, piece), zero for an empty cell, and one for "defenders to move".
 _ZOBRIST = np.random.default_rng(0x7AF1).integers(1, 2**32, size=(NUM_CELLS, 4), dtype=np.uint32)
 _ZOBRIST[:, EMPTY] = 0
@@ -140,23 +168,32 @@ class BrandubRules:
     king_armed: bool = True
     monarch_capture: str = "four_near_castle"
     castle_passable: bool = True
+    monarch_enters_castle: bool = True
+    capture: str = "active"
+    stalemate: str = "loses"
     max_moves: int = 200
     repetitions: int = 3
     history_size: int = 64
 
     def __post_init__(self) -> None:
-        if self.monarch_capture not in MONARCH_CAPTURE_RULES:
-            raise ValueError(
-                f"monarch_capture must be one of {', '.join(map(repr, MONARCH_CAPTURE_RULES))}, "
-                f"got {self.monarch_capture!r}"
-            )
+        for name, choices in (("monarch_capture", MONARCH_CAPTURE_RULES), ("capture", CAPTURE_RULES),
+                              ("stalemate", STALEMATE_RULES)):
+            if getattr(self, name) not in choices:
+                raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {getattr(self, name)!r}")
         for name, low in (("max_moves", 1), ("repetitions", 2), ("history_size", 0)):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-        for name in ("king_armed", "castle_passable"):
+        for name in ("king_armed", "castle_passable", "monarch_enters_castle"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+
+
+# The source document's rules as its code plays them (see the module docstring), for `make_brandub_document`, and
+# the options of `make_brandub` that give them.
+DOCUMENT = BrandubRules(monarch_enters_castle=False, capture="neighbours", stalemate="draw", history_size=0)
+DOCUMENT_RULES = {field.name: getattr(DOCUMENT, field.name) for field in dataclasses.fields(DOCUMENT)
+                  if getattr(DOCUMENT, field.name) != field.default}
 
 
 class BrandubState(State):
@@ -186,7 +223,10 @@ def legal_moves(board: jax.Array, player: jax.Array, rules: BrandubRules) -> jax
         blocks_pawn = blocks_pawn | _PATH_IS_CASTLE
     blocked = jnp.where(is_monarch, path != EMPTY, blocks_pawn)
     clear = jnp.cumsum(blocked, axis=-1) == 0  # every square up to and including the destination is open
-    allowed = ~_DESTINATION_IS_SPECIAL | is_monarch
+    if rules.monarch_enters_castle:
+        allowed = ~_DESTINATION_IS_SPECIAL | is_monarch
+    else:
+        allowed = ~_DESTINATION_IS_SPECIAL | (is_monarch & _DESTINATION_IS_CORNER)
     own = jnp.where(player == ATTACKERS, board == ATTACKER, (board == DEFENDER) | (board == MONARCH))
     return (own[:, None, None] & clear & allowed).reshape(NUM_ACTIONS)
 
@@ -233,6 +273,45 @@ def _monarch_captured(board: jax.Array, destination: jax.Array, rules: BrandubRu
     return present & jnp.any(from_side) & captured
 
 
+def _flanked(board: jax.Array, rules: BrandubRules) -> jax.Array:
+    """bool [49]: the pieces on `board` (int8 [49]) that stand flanked, as `capture` other than "active" removes
+    them: a pawn with hostile neighbours on opposite sides, the monarch as `monarch_capture` says."""
+    side = _extend(board)[NEIGHBOURS]  # [49, 4], what stands N E S W of each cell
+    terrain = jnp.asarray(IS_CORNER)[NEIGHBOURS] | (jnp.asarray(IS_CASTLE)[NEIGHBOURS] & (side == EMPTY))
+    enemy = ((side == DEFENDER) | (side == MONARCH)) if rules.king_armed else (side == DEFENDER)
+    # Exclusive: the monarch on its corner (the move that escapes) is no anvil, as the source document counts it
+    # and the corner as two hostile things, which are not one. Nothing else stands on the castle or a corner.
+    against_attacker = enemy ^ terrain
+    hostile = jnp.where((board == ATTACKER)[:, None], against_attacker, (side == ATTACKER) | terrain)
+    by_two = (hostile[:, 0] & hostile[:, 2]) | (hostile[:, 1] & hostile[:, 3])
+    by_four = jnp.all(hostile, axis=1)
+    if rules.monarch_capture == "two":
+        monarch = by_two
+    elif rules.monarch_capture == "four":
+        monarch = by_four
+    else:
+        monarch = jnp.where(jnp.asarray(NEAR_CASTLE[:NUM_CELLS]), by_four, by_two)
+    return jnp.where(board == MONARCH, monarch, by_two) & (board != EMPTY)
+
+
+def _capture(board: jax.Array, destination: jax.Array, piece: jax.Array, mover: jax.Array,
+             rules: BrandubRules) -> jax.Array:
+    """The board (int8 [49]) after the captures, by `rules.capture`, of the move that put `piece` on `destination`."""
+    if rules.capture == "board":
+        return jnp.where(_flanked(board, rules), jnp.int8(EMPTY), board)
+    moved_taken = (jnp.arange(NUM_CELLS) == destination) & _flanked(board, rules)  # [49], at most the moved piece
+    if rules.capture == "neighbours":
+        board = jnp.where(moved_taken, jnp.int8(EMPTY), board)
+        beside = jnp.zeros(NUM_CELLS + 1, bool).at[jnp.asarray(NEIGHBOURS)[destination]].set(True)[:NUM_CELLS]
+        return jnp.where(beside & _flanked(board, rules), jnp.int8(EMPTY), board)
+    after = _capture_pawns(board, destination, piece, mover, rules)
+    monarch_captured = (mover == ATTACKERS) & _monarch_captured(after, destination, rules)
+    after = jnp.where(monarch_captured & (after == MONARCH), jnp.int8(EMPTY), after)
+    if rules.capture == "passive":  # a moved piece taken captures nothing
+        after = jnp.where(jnp.any(moved_taken), jnp.where(moved_taken, jnp.int8(EMPTY), board), after)
+    return after
+
+
 def position_hash(board: jax.Array, player: jax.Array) -> jax.Array:
     """uint32 []: the Zobrist hash of a position (board int8 [49] and the player to move)."""
     keys = jnp.asarray(_ZOBRIST)[jnp.arange(NUM_CELLS), board.astype(jnp.int32)]
@@ -269,14 +348,15 @@ def _play(state: BrandubState, action: jax.Array, rules: BrandubRules) -> Brandu
     source = action // ACTIONS_PER_CELL
     destination = jnp.minimum(jnp.asarray(RAYS).reshape(NUM_ACTIONS)[action], NUM_CELLS - 1)
     piece = state.board[source]
-    board = state.board.at[source].set(EMPTY).at[destination].set(piece)
-    board = _capture_pawns(board, destination, piece, mover, rules)
-    monarch_captured = (mover == ATTACKERS) & _monarch_captured(board, destination, rules)
-    board = jnp.where(monarch_captured & (board == MONARCH), jnp.int8(EMPTY), board)
+    moved = state.board.at[source].set(EMPTY).at[destination].set(piece)
+    board = _capture(moved, destination, piece, mover, rules)
+    monarch_captured = jnp.any(moved == MONARCH) & ~jnp.any(board == MONARCH)
     escaped = (piece == MONARCH) & jnp.asarray(IS_CORNER)[destination]
     player = 1 - mover
     legal = legal_moves(board, player, rules)
-    won = monarch_captured | escaped | ~jnp.any(legal)  # a side that cannot move loses
+    stuck = ~jnp.any(legal)
+    won = monarch_captured | escaped | (stuck & (rules.stalemate == "loses"))
+    winner = jnp.where(monarch_captured, ATTACKERS, jnp.where(escaped, DEFENDERS, mover))  # a stuck side loses
     move_count = state.move_count + 1
 
     history, num_history = state.history, state.num_history
@@ -287,8 +367,8 @@ def _play(state: BrandubState, action: jax.Array, rules: BrandubRules) -> Brandu
         repeated = jnp.sum(filled & (history == new_hash)) >= rules.repetitions - 1
         history = jnp.concatenate([new_hash[None], history[:-1]])
         num_history = jnp.minimum(num_history + 1, rules.history_size)
-    terminated = won | repeated | (move_count >= rules.max_moves)
-    rewards = jnp.where(won, jnp.where(jnp.arange(2) == mover, 1.0, -1.0), 0.0).astype(jnp.float32)
+    terminated = won | stuck | repeated | (move_count >= rules.max_moves)
+    rewards = jnp.where(won, jnp.where(jnp.arange(2) == winner, 1.0, -1.0), 0.0).astype(jnp.float32)
     return state.replace(
         current_player=player.astype(jnp.int32),
         legal_action_mask=legal & ~terminated,
@@ -426,7 +506,12 @@ def _from_ascii(text: str, *, rules: BrandubRules) -> BrandubState:
     status = statuses[0]
     side = status["to_move"] or status["drawn_to_move"]
     winner = status["winner"]
-    player = _SIDES.index(side) if side else 1 - _SIDES.index(winner)  # the winner made the last move
+    if side:
+        player = _SIDES.index(side)
+    elif winner == "attackers" and rules.capture != "active" and status["moves"] is not None:
+        player = int(status["moves"]) % 2  # the defenders may have lost the monarch by their own move
+    else:
+        player = 1 - _SIDES.index(winner)  # the winner made the last move
     moves = int(status["moves"]) if status["moves"] is not None else player
     if moves % 2 != player:
         raise ValueError(f"the attackers move first, so after {moves} moves the {_SIDES[moves % 2]} are to move")
@@ -436,22 +521,26 @@ def _from_ascii(text: str, *, rules: BrandubRules) -> BrandubState:
     monarch = int(cells[0]) if len(cells) else None
     state = _jit_state_of(jnp.asarray(board), jnp.int32(player), jnp.int32(moves), rules)
     stuck = not bool(np.any(state.legal_action_mask))
+    stuck_loses = stuck and rules.stalemate == "loses"
     escaped = monarch is not None and bool(IS_CORNER[monarch])
     if monarch is None and winner != "attackers":
         raise ValueError("the monarch is off the board (captured), so the status must be 'attackers win'")
     if escaped and winner != "defenders":
         raise ValueError("the monarch is on a corner, so the status must be 'defenders win'")
-    if winner == "attackers" and monarch is not None and not stuck:
-        raise ValueError("'attackers win' needs the monarch captured (off the board) or the defenders unable to move")
-    if winner == "defenders" and not escaped and not stuck:
-        raise ValueError("'defenders win' needs the monarch on a corner or the attackers unable to move")
-    if side and stuck:
-        raise ValueError(f"the {side} cannot move, so the game is over: write '{_SIDES[1 - player]} win'")
+    if winner == "attackers" and monarch is not None and not stuck_loses:
+        raise ValueError("'attackers win' needs the monarch captured (off the board)"
+                         + (" or the defenders unable to move" if rules.stalemate == "loses" else ""))
+    if winner == "defenders" and not escaped and not stuck_loses:
+        raise ValueError("'defenders win' needs the monarch on a corner"
+                         + (" or the attackers unable to move" if rules.stalemate == "loses" else ""))
+    if status["to_move"] and stuck:
+        end = f"{_SIDES[1 - player]} win" if stuck_loses else f"draw with {side} to move"
+        raise ValueError(f"the {side} cannot move, so the game is over: write '{end}'")
     if status["to_move"]:
         return state
     rewards = np.zeros(2, np.float32)
     if winner:
-        rewards[_SIDES.index(winner)], rewards[player] = 1.0, -1.0
+        rewards[_SIDES.index(winner)], rewards[1 - _SIDES.index(winner)] = 1.0, -1.0
     return state.replace(
         legal_action_mask=jnp.zeros(NUM_ACTIONS, bool), terminated=jnp.bool_(True), rewards=jnp.asarray(rewards)
     )
@@ -503,6 +592,9 @@ def make_brandub(
     king_armed: bool = True,
     monarch_capture: str = "four_near_castle",
     castle_passable: bool = True,
+    monarch_enters_castle: bool = True,
+    capture: str = "active",
+    stalemate: str = "loses",
     max_moves: int = 200,
     repetitions: int = 3,
     history_size: int = 64,
@@ -513,6 +605,11 @@ def make_brandub(
       king_armed: the monarch captures and serves as an anvil, like a defending pawn.
       monarch_capture: "four_near_castle", "two" or "four" (how many sides attackers must hold).
       castle_passable: pawns may pass through the empty castle (they may never stop there).
+      monarch_enters_castle: the monarch may stop on the castle (False: no piece may, as in the source document).
+      capture: which pieces a move checks for capture: "active" (the enemy pawns the moved piece flanks),
+        "passive" (also the moved piece itself), "neighbours" (the moved piece and every piece beside it: the
+        source document) or "board" (every piece: the `brandub` package).
+      stalemate: a side that cannot move on its turn "loses", or the game ends in a "draw".
       max_moves: the game is drawn after this many moves (also `max_length`).
       repetitions: a position occurring this many times (within the history) draws.
       history_size: how many earlier positions are remembered for repetitions; 0 turns the rule off.
@@ -523,17 +620,39 @@ def make_brandub(
         king_armed=king_armed,
         monarch_capture=monarch_capture,
         castle_passable=castle_passable,
+        monarch_enters_castle=monarch_enters_castle,
+        capture=capture,
+        stalemate=stalemate,
         max_moves=max_moves,
         repetitions=repetitions,
         history_size=history_size,
     )
+    return _make(rules, "brandub", BrandubRules())
+
+
+def make_brandub_document(**options) -> Game:
+    """Brandub as the source document plays it, "brandub_document": `make_brandub(**DOCUMENT_RULES)` under its
+    own name; `options` (those of `make_brandub`) change it further, named in the game's name.
+
+    Raises:
+      ValueError: for an option `make_brandub` does not take, or one out of its range.
+    """
+    unknown = sorted(set(options) - {f.name for f in dataclasses.fields(BrandubRules)})
+    if unknown:
+        raise ValueError(f"unknown Brandub options {unknown}; make_brandub's options are "
+                         f"{[f.name for f in dataclasses.fields(BrandubRules)]}")
+    return _make(dataclasses.replace(DOCUMENT, **options), "brandub_document", DOCUMENT)
+
+
+def _make(rules: BrandubRules, name: str, base: BrandubRules) -> Game:
+    """The game of `rules`, named `name` with the options that differ from `base` in brackets."""
     changed = [f"{f.name}={getattr(rules, f.name)!r}" for f in dataclasses.fields(rules)
-               if getattr(rules, f.name) != f.default]
+               if getattr(rules, f.name) != getattr(base, f.name)]
     return Game(
-        name="brandub" + (f"({', '.join(changed)})" if changed else ""),
+        name=name + (f"({', '.join(changed)})" if changed else ""),
         num_actions=NUM_ACTIONS,
         observation_shape=(SIZE, SIZE, NUM_PLANES),
-        max_length=max_moves,
+        max_length=rules.max_moves,
         init=functools.partial(_init, rules=rules),
         step=functools.partial(_step, rules=rules),
         observe=functools.partial(_observe, rules=rules),

@@ -656,109 +656,156 @@ def _game_lengths(traj: _Trajectory) -> np.ndarray:
 
 def _check_trajectory(traj: _Trajectory, game: Game, ctx: _Context, leaf_names: list[str]) -> None:
     """The checks of one recorded rollout, from [observation] values to [max_length]; see the module docstring."""
-    players, masks, done, rewards, actions = traj.players, traj.masks, traj.terminated, traj.rewards, traj.actions
-    live = ~done  # [T + 1, B]
+    _check_observations(traj, ctx)
+    _check_start_state(traj, ctx)
+    _check_legal_masks(traj, ctx)
+    _check_alternation(traj, ctx)
+    _check_rewards(traj, ctx)
+    _check_absorbing(traj, ctx, leaf_names)
+    _check_illegal_actions(traj, game, ctx, leaf_names)
+    _check_max_length(traj, game, ctx)
 
-    def fail(check: str, detail: str, b: int, num_actions: int) -> GameCheckError:
-        """The failure of element b, reproduced by its first `num_actions` actions."""
-        return ctx.fail(check, detail, element=b, actions=actions[:num_actions, b])
 
+def _fail(traj: _Trajectory, ctx: _Context, check: str, detail: str, b: int, num_actions: int) -> GameCheckError:
+    """The failure of element b, reproduced by its first `num_actions` actions."""
+    return ctx.fail(check, detail, element=b, actions=traj.actions[:num_actions, b])
+
+
+def _went_on(traj: _Trajectory) -> np.ndarray:
+    """bool [T, B]: the steps from a non-terminal state to a non-terminal one."""
+    live = ~traj.terminated
+    return live[:-1] & live[1:]
+
+
+def _change(leaf_names: list[str], changed: np.ndarray, rewards: np.ndarray) -> str:
+    """What stepping a terminated state did: the state fields it changed (changed: bool [L]), else the rewards it
+    paid ([2])."""
+    fields = [leaf_names[i] for i in np.flatnonzero(changed)]
+    return f"changed state{', state'.join(fields)}" if fields else f"paid rewards {rewards.tolist()}"
+
+
+def _check_observations(traj: _Trajectory, ctx: _Context) -> None:
+    """[observation]: finite values in every state played."""
     obs = traj.observations
     if (hit := _first(~np.all(np.isfinite(obs.reshape(*obs.shape[:2], -1)), axis=-1))) is not None:
         t, b = hit
-        raise fail("observation", f"observe(state) has non-finite values after {counted(t, 'move')}", b, t)
+        raise _fail(traj, ctx, "observation", f"observe(state) has non-finite values after {counted(t, 'move')}", b, t)
 
+
+def _check_start_state(traj: _Trajectory, ctx: _Context) -> None:
+    """[start_state]: player 0 to move, not terminated, zero rewards."""
+    players, done, rewards = traj.players, traj.terminated, traj.rewards
     start_bad = (players[0] != 0) | done[0] | np.any(rewards[0] != 0, axis=-1)
     if (hit := _first(start_bad[None])) is not None:
         _, b = hit
-        raise fail(
-            "start_state",
+        raise _fail(
+            traj, ctx, "start_state",
             "the start state must have current_player 0, terminated False and rewards [0, 0]; got "
             f"current_player {players[0, b]}, terminated {done[0, b]}, rewards {rewards[0, b].tolist()}",
             b, 0,
         )
 
-    if (hit := _first(live & ~masks.any(axis=-1))) is not None:
+
+def _check_legal_masks(traj: _Trajectory, ctx: _Context) -> None:
+    """[legal_mask]: non-empty in every non-terminal state, all False in terminal ones."""
+    masks, done = traj.masks, traj.terminated
+    if (hit := _first(~done & ~masks.any(axis=-1))) is not None:
         t, b = hit
-        raise fail("legal_mask", "the game is not over, but legal_action_mask is all False", b, t)
+        raise _fail(traj, ctx, "legal_mask", "the game is not over, but legal_action_mask is all False", b, t)
     if (hit := _first(done & masks.any(axis=-1))) is not None:
         t, b = hit
         legal = np.flatnonzero(masks[t, b]).tolist()
-        raise fail(
-            "legal_mask", f"the game is over, but legal_action_mask still allows {legal}; it must be all False",
+        raise _fail(
+            traj, ctx, "legal_mask",
+            f"the game is over, but legal_action_mask still allows {legal}; it must be all False",
             b, t,
         )
 
-    if (hit := _first(live & (players != 0) & (players != 1))) is not None:
+
+def _check_alternation(traj: _Trajectory, ctx: _Context) -> None:
+    """[alternation]: current_player is 0 or 1, and changes on every step that does not end the game."""
+    players, actions = traj.players, traj.actions
+    if (hit := _first(~traj.terminated & (players != 0) & (players != 1))) is not None:
         t, b = hit
-        raise fail("alternation", f"current_player must be 0 or 1, got {players[t, b]}", b, t)
-    went_on = live[:-1] & live[1:]  # [T, B]: steps from a non-terminal state to a non-terminal one
-    if (hit := _first(went_on & (players[1:] == players[:-1]))) is not None:
+        raise _fail(traj, ctx, "alternation", f"current_player must be 0 or 1, got {players[t, b]}", b, t)
+    if (hit := _first(_went_on(traj) & (players[1:] == players[:-1]))) is not None:
         t, b = hit
-        raise fail(
-            "alternation",
+        raise _fail(
+            traj, ctx, "alternation",
             f"player {players[t, b]} made move {t + 1} (action {actions[t, b]}) and the game went on, but "
             f"current_player is still {players[t + 1, b]}; players must alternate",
             b, t + 1,
         )
 
+
+def _check_rewards(traj: _Trajectory, ctx: _Context) -> None:
+    """[zero_sum], [reward_range] and [reward_timing]: finite, zero-sum rewards in [-1, 1], paid only by the step
+    that ends the game."""
+    rewards, actions = traj.rewards, traj.actions
     unbalanced = ~np.all(np.isfinite(rewards), axis=-1) | (np.abs(rewards.sum(axis=-1)) > _ATOL)
     if (hit := _first(unbalanced)) is not None:
         t, b = hit
         detail = f"rewards {rewards[t, b].tolist()} after {counted(t, 'move')} are not finite and zero-sum"
-        raise fail("zero_sum", detail, b, t)
+        raise _fail(traj, ctx, "zero_sum", detail, b, t)
 
     if (hit := _first(np.any(np.abs(rewards) > 1.0 + _ATOL, axis=-1))) is not None:
         t, b = hit
-        raise fail(
-            "reward_range",
+        raise _fail(
+            traj, ctx, "reward_range",
             f"rewards {rewards[t, b].tolist()} after {counted(t, 'move')} lie outside [-1, 1]: the value head (a tanh) "
             "predicts values in [-1, 1] only, so it could never learn them; pay +1 for a win, -1 for a loss, 0 "
             "for a draw (or scale a score into [-1, 1])",
             b, t,
         )
 
-    if (hit := _first(went_on & np.any(rewards[1:] != 0, axis=-1))) is not None:
+    if (hit := _first(_went_on(traj) & np.any(rewards[1:] != 0, axis=-1))) is not None:
         t, b = hit
-        raise fail(
-            "reward_timing",
+        raise _fail(
+            traj, ctx, "reward_timing",
             f"move {t + 1} (action {actions[t, b]}) paid rewards {rewards[t + 1, b].tolist()} but the game is not "
             "over; rewards are paid only on the step that ends the game",
             b, t + 1,
         )
 
+
+def _check_absorbing(traj: _Trajectory, ctx: _Context, leaf_names: list[str]) -> None:
+    """[absorbing]: stepping a terminated state changes no field and pays zero rewards."""
+    rewards = traj.rewards
     changed = traj.absorbing_changes.any(axis=-1)  # [T, B]
-    paid = done[:-1] & np.any(rewards[1:] != 0, axis=-1)
+    paid = traj.terminated[:-1] & np.any(rewards[1:] != 0, axis=-1)
     if (hit := _first(changed | paid)) is not None:
         t, b = hit
-        fields = [leaf_names[i] for i in np.flatnonzero(traj.absorbing_changes[t, b])]
-        what = f"changed state{', state'.join(fields)}" if fields else f"paid rewards {rewards[t + 1, b].tolist()}"
-        raise fail(
-            "absorbing",
-            f"stepping the terminated state with action {actions[t, b]} {what}; terminal states are absorbing "
+        what = _change(leaf_names, traj.absorbing_changes[t, b], rewards[t + 1, b])
+        raise _fail(
+            traj, ctx, "absorbing",
+            f"stepping the terminated state with action {traj.actions[t, b]} {what}; terminal states are absorbing "
             "(unchanged, zero rewards)",
             b, t + 1,
         )
 
+
+def _check_illegal_actions(traj: _Trajectory, game: Game, ctx: _Context, leaf_names: list[str]) -> None:
+    """[illegal_action]: an illegal action ends the game as a loss for the mover, in a terminal state like any
+    other (an all-False legal mask, absorbing)."""
     illegal = traj.illegal_actions
-    movers = players[:-1]
+    movers = traj.players[:-1]
     loss = np.stack([np.where(movers == 0, -1.0, 1.0), np.where(movers == 0, 1.0, -1.0)], axis=-1)
     wrong = ~traj.illegal_terminated | np.any(np.abs(traj.illegal_rewards - loss) > _ATOL, axis=-1)
-    if (hit := _first(live[:-1] & (illegal >= 0) & wrong)) is not None:
+    forfeited = ~traj.terminated[:-1] & (illegal >= 0)
+    if (hit := _first(forfeited & wrong)) is not None:
         t, b = hit
-        raise fail(
-            "illegal_action",
+        raise _fail(
+            traj, ctx, "illegal_action",
             f"the illegal action {illegal[t, b]} by player {movers[t, b]} must end the game with rewards "
             f"{loss[t, b].tolist()} (a loss for the mover); got terminated {traj.illegal_terminated[t, b]}, "
             f"rewards {traj.illegal_rewards[t, b].tolist()} (play it after the actions below)",
             b, t,
         )
-    forfeited = live[:-1] & (illegal >= 0)
     if (hit := _first(forfeited & (traj.illegal_num_legal > 0))) is not None:
         t, b = hit
         first = int(traj.illegal_first_legal[t, b])
-        raise fail(
-            "illegal_action",
+        raise _fail(
+            traj, ctx, "illegal_action",
             f"the state the illegal action {illegal[t, b]} by player {movers[t, b]} left is terminated, but its "
             f"legal_action_mask still allows {traj.illegal_num_legal[t, b]} actions (the first: {first}, "
             f"{_action_name(game, first)}); it must be all False, as in every terminal state "
@@ -768,22 +815,23 @@ def _check_trajectory(traj: _Trajectory, game: Game, ctx: _Context, leaf_names: 
     again_paid = np.any(traj.illegal_again_rewards != 0, axis=-1)
     if (hit := _first(forfeited & (traj.illegal_again_changes.any(axis=-1) | again_paid))) is not None:
         t, b = hit
-        fields = [leaf_names[i] for i in np.flatnonzero(traj.illegal_again_changes[t, b])]
-        what = (f"changed state{', state'.join(fields)}" if fields
-                else f"paid rewards {traj.illegal_again_rewards[t, b].tolist()}")
-        raise fail(
-            "illegal_action",
+        what = _change(leaf_names, traj.illegal_again_changes[t, b], traj.illegal_again_rewards[t, b])
+        raise _fail(
+            traj, ctx, "illegal_action",
             f"the state the illegal action {illegal[t, b]} by player {movers[t, b]} left is terminated but not "
-            f"absorbing: stepping it with action {actions[t, b]} {what}; a terminated state must stay unchanged "
-            "and pay zero rewards (azjax.games.resolve_step does this; play the illegal action after the actions "
-            "below)",
+            f"absorbing: stepping it with action {traj.actions[t, b]} {what}; a terminated state must stay "
+            "unchanged and pay zero rewards (azjax.games.resolve_step does this; play the illegal action after the "
+            "actions below)",
             b, t,
         )
 
-    if (hit := _first(live[game.max_length][None])) is not None:
+
+def _check_max_length(traj: _Trajectory, game: Game, ctx: _Context) -> None:
+    """[max_length]: every game is over after `max_length` moves."""
+    if (hit := _first(~traj.terminated[game.max_length][None])) is not None:
         _, b = hit
-        raise fail(
-            "max_length",
+        raise _fail(
+            traj, ctx, "max_length",
             f"the game is not over after max_length={game.max_length} moves; raise max_length or make sure the "
             "game ends",
             b, game.max_length,

@@ -18,9 +18,8 @@ import jax.numpy as jnp
 
 from azjax.games.base import Game, State
 
-# Moves stepped at once per state. Measured for onestep on Brandub (40 legal moves, B = 32, 2-core CPU): 8 and 4
-# took 0.27 s, 16 0.48 s and 34 (about sqrt(A)) 0.61 s, as rounding each state's moves up to whole chunks wastes
-# steps; the peak memory grows with the chunk (6, 22, 82 and 359 MB).
+# Moves stepped at once per state: larger chunks waste steps rounding each state's moves up to whole chunks and
+# grow the peak memory (measured on Brandub: experiments/results/lookahead_chunk_cpu.md).
 CHUNK = 8
 
 

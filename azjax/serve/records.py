@@ -1,6 +1,6 @@
 """Recorded games for `azjax serve`: the files `azjax eval --record PATH` writes, read back and checked.
 
-A file is one JSON object (`arena.RECORD_FORMAT`, version `arena.RECORD_VERSION`)::
+A file is one JSON object (`results.RECORD_FORMAT`, version `results.RECORD_VERSION`)::
 
     {"format": "azjax-games", "version": 1, "game": "tic_tac_toe", "agents": ["random", "mcts:200"],
      "games": [{"players": ["random", "mcts:200"], "moves": [4, 0, 8], "opening_moves": 0, "outcome": -1.0}, ...]}
@@ -18,7 +18,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from azjax import arena
+from azjax import results
 
 MAX_GAMES_PER_RECORD = 100_000
 
@@ -67,12 +67,12 @@ def read_record(path: str | Path) -> Record:
 
 def parse_record(document: Any, *, name: str) -> Record:
     """A record from its JSON document (see the module docstring). Raises RecordError naming the first fault."""
-    if not isinstance(document, dict) or document.get("format") != arena.RECORD_FORMAT:
+    if not isinstance(document, dict) or document.get("format") != results.RECORD_FORMAT:
         raise RecordError(f"not a record of games (expected a JSON object with \"format\": "
-                          f"\"{arena.RECORD_FORMAT}\", as `azjax eval --record` writes)")
+                          f"\"{results.RECORD_FORMAT}\", as `azjax eval --record` writes)")
     version = document.get("version")
-    if not isinstance(version, int) or isinstance(version, bool) or version > arena.RECORD_VERSION:
-        raise RecordError(f"record version {version!r} is not one this azjax reads (up to {arena.RECORD_VERSION})")
+    if not isinstance(version, int) or isinstance(version, bool) or version > results.RECORD_VERSION:
+        raise RecordError(f"record version {version!r} is not one this azjax reads (up to {results.RECORD_VERSION})")
     game = document.get("game")
     if not isinstance(game, str) or not game:
         raise RecordError("\"game\" must be the game's name")

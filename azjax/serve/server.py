@@ -11,7 +11,7 @@ message) for a request it cannot serve; `azjax.serve.app` maps them to HTTP.
 
 Agents. The page picks among the served agents only: those named on the command line, plus `random` and
 `mcts:200` (and the shipped agents when none is named); a browser never names a path. Each agent is built once per
-game (`bots.make_bot`) and its `analyse` jitted once, for a batch of one position, and reused for every game.
+game (`agent_specs.make_bot`) and its `analyse` jitted once, for a batch of one position, and reused for every game.
 Each has one worker thread that runs its searches one at a time, so requests never wait on a search: the page
 polls while the agent is "thinking". An agent with tree reuse searches each position anew here. For agents with
 a network the page also shows the network's own prior and value of the position.
@@ -40,7 +40,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from azjax import bots, pretrained
+from azjax import agent_specs, bots, perfect, pretrained
 from azjax import games as games_lib
 from azjax.games import Game, State, drawing
 from azjax.serve import board
@@ -143,7 +143,7 @@ class ServedAgent:
         """The agent's analysis of one position (see `describe_analysis`; `last_move` led there): runs the search,
         on this thread."""
         batch = jax.tree.map(lambda x: jnp.asarray(x)[None], state)
-        with bots.solve_timeouts_raised():
+        with perfect.solve_timeouts_raised():
             analysis = jax.device_get(self.analyse(key, batch))
             network = None if self.evaluate is None else jax.device_get(self.evaluate(batch))
         # UCT reports its visits as its policy (the root's visit shares), with no counts.
@@ -159,7 +159,7 @@ def network_source(spec: str) -> str | None:
     if kind == "greedy":
         return rest
     if kind == "az":
-        for suffix in bots.TREE_SUFFIXES:
+        for suffix in agent_specs.TREE_SUFFIXES:
             rest = rest.removesuffix(suffix)
         head, _, tail = rest.rpartition(":")
         return head if head and tail.isdecimal() else rest
@@ -179,7 +179,7 @@ def _network_evaluator(spec: str) -> NetworkEvaluator | None:
     source = network_source(spec)
     if source is None:
         return None
-    shipped = bots.shipped_game(source)
+    shipped = agent_specs.shipped_game(source)
     agent = load_agent(pretrained.PREFIX + shipped if shipped is not None else source)
 
     def evaluate(states: State) -> tuple[jax.Array, jax.Array, jax.Array | None]:  # one pass of the network
@@ -303,12 +303,13 @@ class GameServer:
           SpecError: an agent that cannot be read or loaded. GameNotFoundError: an unknown `game`.
           RecordError: a record that cannot be read, or whose game is not served.
         """
-        named = list(dict.fromkeys(bots.bot_name(spec) for spec in specs if spec.strip()))  # shipped: pretrained:
+        # A game's name is offered as the shipped agent it loads (pretrained:GAME).
+        named = list(dict.fromkeys(agent_specs.bot_name(spec) for spec in specs if spec.strip()))
         offered = list(named)
         if not named:
             offered += [pretrained.PREFIX + name for name in pretrained.names()]
         offered += [spec for spec in ALWAYS_OFFERED if spec not in offered]
-        agents = [OfferedAgent(spec, bots.game_of_spec(spec), _about(spec)) for spec in offered]
+        agents = [OfferedAgent(spec, agent_specs.game_of_spec(spec), _about(spec)) for spec in offered]
         if game is not None:
             game = games_lib.canonical(game)
             games_lib.check_known(game)
@@ -328,7 +329,7 @@ class GameServer:
                 if agent.game is not None:
                     server.agent(agent.spec, agent.game)
                 else:
-                    bots.make_bot(agent.spec, server.served_game(DEFAULT_GAME).game)
+                    agent_specs.make_bot(agent.spec, server.served_game(DEFAULT_GAME).game)
         return server
 
     # ----------------------------------------------------------------------------------------------------------
@@ -367,9 +368,9 @@ class GameServer:
             built = self._built.get((spec, game))
             if built is None:
                 try:
-                    bot = bots.make_bot(spec, served_game.game, num_simulations=self._num_simulations,
+                    bot = agent_specs.make_bot(spec, served_game.game, num_simulations=self._num_simulations,
                                          policy=self._policy)
-                except bots.SpecError as error:
+                except agent_specs.SpecError as error:
                     raise ServeError(400, str(error)) from None
                 built = ServedAgent(spec=spec, game=served_game, analyse=jax.jit(bot.analyse),
                                     evaluate=_network_evaluator(spec),

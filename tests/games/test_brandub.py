@@ -20,6 +20,7 @@ import rules_harness as harness
 from flax import struct
 
 from azjax.games import BrandubState, Game, check_game, make
+from azjax.games.brandub import DOCUMENT_RULES
 
 # ==============================================================================================================
 # The reference: plain Python, no azjax.
@@ -904,3 +905,96 @@ def test_options() -> None:
             make("brandub", **bad)
     with pytest.raises(ValueError, match="bad options"):
         make("brandub", size=9)
+
+
+# ==============================================================================================================
+# The sources' rule variants (monarch_enters_castle, capture, stalemate), on hand-made positions checked in azjax
+# alone: the reference above plays azjax's options, and tests/games/test_brandub_package.py plays the variants of
+# the source document against the `brandub` package.
+
+FLANKED = ".......\n.......\n.......\n.AD....\n.......\n..D....\n.A...K."  # c4 D between b4 A and the castle
+SOURCE_CASES = {
+    "a pawn moving between two enemies is taken": case(
+        "..D....\n.......\n.A.A...\n.......\n.......\n.....K.\n.......", "defenders", "c7-c5",
+        ".......\n.......\n.A.A...\n.......\n.......\n.....K.\n.......", capture="passive"),
+    "a pawn taken as it moves captures nothing": case(
+        ".A.....\n.D.....\nD.D....\n.......\n.A.....\n.....K.\n.......", "attackers", "b3-b5",
+        ".A.....\n.D.....\nD.D....\n.......\n.......\n.....K.\n.......", capture="passive"),
+    "a pawn taken as it moves captures nothing, neighbours": case(
+        ".A.....\n.D.....\nD.D....\n.......\n.A.....\n.....K.\n.......", "attackers", "b3-b5",
+        ".A.....\n.D.....\nD.D....\n.......\n.......\n.....K.\n.......", capture="neighbours"),
+    "a pawn taken as it moves and capturing at once, board": case(
+        ".A.....\n.D.....\nD.D....\n.......\n.A.....\n.....K.\n.......", "attackers", "b3-b5",
+        ".A.....\n.......\nD.D....\n.......\n.......\n.....K.\n.......", capture="board"),
+    "the monarch moving between two attackers loses": case(
+        ".K.....\n.......\nA.A....\n.......\n.......\n.......\n.......", "defenders", "b7-b5",
+        ".......\n.......\nA.A....\n.......\n.......\n.......\n.......", "attackers win", capture="passive"),
+    "the monarch moving between two attackers is safe where only the mover captures": case(
+        ".K.....\n.......\nA.A....\n.......\n.......\n.......\n.......", "defenders", "b7-b5",
+        ".......\n.......\nAKA....\n.......\n.......\n.......\n......."),
+    "the monarch leaving its castle for three attackers loses": case(
+        ".......\n...A...\n..A.A..\n...K...\n.......\n.......\n.......", "defenders", "d4-d5",
+        ".......\n...A...\n..A.A..\n.......\n.......\n.......\n.......", "attackers win", capture="neighbours"),
+    "a flanked defender falls when a piece moves beside it": case(
+        FLANKED, "defenders", "c2-c3",
+        ".......\n.......\n.......\n.A.....\n..D....\n.......\n.A...K.", capture="neighbours"),
+    "a flanked defender stays while the moves are elsewhere": case(
+        FLANKED, "attackers", "b1-b2",
+        ".......\n.......\n.......\n.AD....\n.......\n.AD....\n.....K.", capture="neighbours"),
+    "a flanked defender stays where only the mover captures": case(
+        FLANKED, "defenders", "c2-c3",
+        ".......\n.......\n.......\n.AD....\n..D....\n.......\n.A...K."),
+    "every flanked piece falls after any move": case(
+        FLANKED, "attackers", "b1-b2",
+        ".......\n.......\n.......\n.A.....\n.......\n.AD....\n.....K.", capture="board"),
+    "the defenders cannot move: a draw": case(
+        ".......\n.......\n.......\n.......\n.......\nA......\n.AKA...", "attackers", "a2-c2",
+        ".......\n.......\n.......\n.......\n.......\n..A....\n.AKA...", "draw", stalemate="draw"),
+}
+
+
+@pytest.mark.parametrize("name", list(SOURCE_CASES))
+def test_source_variants_on_hand_made_positions(name: str) -> None:
+    c = SOURCE_CASES[name]
+    game = brandub(**dict(c.options))
+    before = game.from_ascii("\n".join(c.rows) + "\n" + _status(c.to_move))
+    action = game.string_to_action(c.move)
+    assert bool(before.legal_action_mask[action]), f"{c.move} should be legal"
+    after = step(game, before, action)
+    np.testing.assert_array_equal(after.board, _expected_board(c.after), err_msg=game.render(after))
+    assert _outcome_of(after) == c.outcome, game.render(after)
+    wanted_rewards = {"live": [0, 0], "draw": [0, 0], "attackers win": [1, -1], "defenders win": [-1, 1]}[c.outcome]
+    np.testing.assert_array_equal(after.rewards, wanted_rewards)
+    parsed = game.from_ascii(game.render(after))
+    for field in ("board", "current_player", "legal_action_mask", "terminated", "rewards", "move_count"):
+        np.testing.assert_array_equal(getattr(parsed, field), getattr(after, field), err_msg=field)
+
+
+def test_the_monarch_kept_off_the_castle_passes_through_it() -> None:
+    rows = position(".......\n.......\n...K...\n.......\n.......\n.......\n.A.....", "defenders to move")
+    game = brandub(monarch_enters_castle=False)
+    state = game.from_ascii(rows)
+    assert not legal(game, state, "d5-d4") and legal(game, state, "d5-d3") and legal(game, state, "d5-d1")
+    assert legal(brandub(), brandub().from_ascii(rows), "d5-d4")
+
+
+def test_a_stuck_side_draws_where_stalemate_is_a_draw() -> None:
+    game = brandub(stalemate="draw")
+    stuck = ".DAD...\n..D....\n.......\n.......\n....K..\n......."
+    with pytest.raises(ValueError, match="write 'draw with attackers to move'"):
+        game.from_ascii(stuck + "\n.......\nattackers to move")
+    drawn = game.from_ascii(stuck + "\n.......\ndraw with attackers to move")
+    assert bool(drawn.terminated) and not np.any(drawn.rewards)
+    with pytest.raises(ValueError, match=r"'defenders win' needs the monarch on a corner$"):
+        game.from_ascii(stuck + "\n.......\ndefenders win")
+
+
+def test_brandub_document_is_the_document_s_rules() -> None:
+    document = make("brandub_document")
+    assert document.name == "brandub_document" and document.max_length == 200
+    assert make("brandub_document", max_moves=100).name == "brandub_document(max_moves=100)"
+    assert brandub(**DOCUMENT_RULES).name == (
+        "brandub(monarch_enters_castle=False, capture='neighbours', stalemate='draw', history_size=0)")
+    for bad in [{"capture": "all"}, {"stalemate": "pass"}, {"monarch_enters_castle": 1}, {"size": 9}]:
+        with pytest.raises(ValueError):
+            make("brandub_document", **bad)

@@ -1,0 +1,141 @@
+"""The perfect players: uniformly random among the optimal moves of an exact solution ("perfect").
+
+    bot = perfect_bot(game)        # tic-tac-toe: `solver.solve(game)` at once; Connect Four: alpha-beta per move
+
+A small game is solved whole (`azjax.solver.solve`); Connect Four's player asks the alpha-beta solver about each
+position on the host, through `jax.pure_callback`, and may give up on an early one (`SolveTimeout`), which
+`solve_timeouts_raised` raises again in a form that says what to do. Every value is for the player to move.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Iterator
+
+import jax
+import jax.numpy as jnp
+
+from azjax import solver as solver_lib
+from azjax.bots import Analysis, Bot, sample_uniform, uniform_policy
+from azjax.games import BoardState, Game, State
+
+PERFECT_MAX_STATES = 20_000  # the perfect player solves the game at once; beyond this many positions it refuses
+CONNECT_FOUR_MAX_SECONDS = 60.0  # Connect Four's perfect player gives up on a position after this long
+CONNECT_FOUR_PERFECT_MIN_STONES = 10  # from this many stones on, a move takes about a second on average
+
+
+def perfect_analysis(key: jax.Array, states: State, *, solution: solver_lib.Solution) -> Analysis:
+    """Random among the optimal moves; the exact values. A state outside the table gets a random legal move."""
+    index = solver_lib.lookup(solution, states)
+    known = index >= 0
+    row = jnp.maximum(index, 0)
+    choice = jnp.where(known[:, None], solution.optimal_actions[row], states.legal_action_mask)
+    action_values = jnp.where(known[:, None] & states.legal_action_mask, solution.action_values[row], jnp.nan)
+    return Analysis(
+        action=sample_uniform(key, choice),
+        policy=uniform_policy(choice),
+        value=jnp.where(known, solution.values[row], jnp.nan),
+        action_values=action_values,
+    )
+
+
+def connect_four_perfect_analysis(key: jax.Array, states: BoardState, *, max_seconds: float | None) -> Analysis:
+    """Connect Four's perfect player: each move's outcome and the exact scores of the best ones from the alpha-beta
+    solver (on the host, through `jax.pure_callback`), then uniformly random among the best-scored moves (the
+    fastest win, the slowest loss, any drawing move). Values are outcomes for the player to move: +1 win, 0 draw,
+    -1 loss."""
+    legal = states.legal_action_mask
+    shape = jax.ShapeDtypeStruct(legal.shape, jnp.int8)
+    outcomes, scores = jax.pure_callback(
+        functools.partial(_connect_four_best_moves, max_seconds=max_seconds),
+        (shape, shape),
+        states.board, states.current_player, states.terminated,
+        vmap_method="broadcast_all",
+    )
+    scores = jnp.where(legal, scores.astype(jnp.int32), -1000)  # ILLEGAL (-128) marks moves of a worse outcome
+    best = legal & (scores == scores.max(axis=-1, keepdims=True))
+    outcomes = jnp.where(legal, outcomes.astype(jnp.float32), jnp.nan)
+    return Analysis(
+        action=sample_uniform(key, best),
+        policy=uniform_policy(best),
+        value=jnp.where(states.terminated, jnp.nan, jnp.max(jnp.where(legal, outcomes, -1.0), axis=-1)),
+        action_values=outcomes,
+    )
+
+
+_connect_four_solvers: dict = {}  # one per time limit, made at first use (~80 MB each)
+
+
+def _connect_four_best_moves(boards, players, terminated, *, max_seconds: float | None):
+    """Host side of `connect_four_perfect_analysis`: outcomes and best scores, int8 [B, 7] each (see
+    `connect_four.Solver.best_moves_bits`); zeros for terminal states."""
+    import numpy as np
+
+    from azjax.solver import connect_four
+
+    solver = _connect_four_solvers.get(max_seconds)
+    if solver is None:
+        solver = _connect_four_solvers[max_seconds] = connect_four.Solver(max_seconds=max_seconds)
+    boards, players, terminated = np.asarray(boards), np.asarray(players), np.asarray(terminated)
+    outcomes = np.zeros((len(boards), connect_four.WIDTH), np.int8)
+    scores = np.zeros((len(boards), connect_four.WIDTH), np.int8)
+    for row in np.flatnonzero(~terminated):
+        position = connect_four.encode_board(boards[row], int(players[row]))
+        outcomes[row], scores[row] = solver.best_moves_bits(*position)
+    return outcomes, scores
+
+
+@contextlib.contextmanager
+def solve_timeouts_raised() -> Iterator[None]:
+    """Raises a `connect_four.SolveTimeout` that Connect Four's perfect player hit inside a jitted computation
+    (where `jax.pure_callback` hands it on as `jax.errors.JaxRuntimeError`) as `SolveTimeout` again, with the
+    solver's message and what to do; any other error passes unchanged. Wrap the call and the fetch of its
+    results: an error of an asynchronous computation may surface at either."""
+    try:
+        yield
+    except jax.errors.JaxRuntimeError as error:
+        text = str(error)
+        if "SolveTimeout" not in text:
+            raise
+        from azjax.solver.connect_four import SolveTimeout
+
+        said = [line.split("SolveTimeout:", 1)[1].strip() for line in text.splitlines() if "SolveTimeout:" in line]
+        raise SolveTimeout(
+            f"Connect Four's perfect player gave up on a position: {said[-1] if said else 'it took too long'}. "
+            f"Start its games after openings of {CONNECT_FOUR_PERFECT_MIN_STONES} or more moves "
+            f"(--opening-moves {CONNECT_FOUR_PERFECT_MIN_STONES})"
+        ) from None
+
+
+def perfect_bot(
+    game: Game, solution: solver_lib.Solution | None = None, *, max_states: int = PERFECT_MAX_STATES,
+    max_seconds: float | None = CONNECT_FOUR_MAX_SECONDS,
+) -> Bot:
+    """A perfect player ("perfect"), uniformly random among optimal moves: from `solver.solve(game)` for a small
+    game (tic-tac-toe), from the alpha-beta solver for Connect Four.
+
+    Connect Four's moves take from milliseconds (15 stones or more) to seconds (about 10) and minutes (the first
+    moves); the times per stratum are in experiments/results/bench_solver_cpu.txt. A position that takes longer
+    than `max_seconds` stops the match: the solver raises `connect_four.SolveTimeout` inside `jax.pure_callback`,
+    which reaches a jitted caller as `jax.errors.JaxRuntimeError` (its message holds the SolveTimeout's);
+    `arena.play`, `round_robin.round_robin`, `evaluation.head_to_head` and `play.play_game` raise it as
+    `SolveTimeout` again (`solve_timeouts_raised`). Start games from openings of `CONNECT_FOUR_PERFECT_MIN_STONES`
+    or more moves (`--opening-moves 10`).
+
+    Raises:
+      ValueError: the game is too large to solve exactly here (more than `max_states` positions), or cannot be
+        solved (see `solver.solve`).
+    """
+    if game.name == "connect_four":
+        return Bot("perfect", functools.partial(connect_four_perfect_analysis, max_seconds=max_seconds))
+    if solution is None:
+        try:
+            solution = solver_lib.solve(game, max_states=max_states)
+        except ValueError as error:
+            reason = str(error).split(";")[0].replace(f"max_states={max_states}", str(max_states))
+            raise ValueError(
+                f"the perfect player solves the game exactly, which is out of reach for {game.name} ({reason}); "
+                "it is for small games such as tic_tac_toe"
+            ) from None
+    return Bot("perfect", functools.partial(perfect_analysis, solution=solution))

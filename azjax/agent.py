@@ -38,6 +38,7 @@ class Agent:
     def policy_value(self, states: games.State) -> tuple[jax.Array, jax.Array]:
         """The network on a batch of states: logits [B, A] (illegal actions at the float minimum) and the value
         [B] in [-1, 1] for each state's player to move."""
+        _check_batch(states, "policy_value")
         return _policy_value(self.network, self.game, self.variables, states)
 
     def outcome_probabilities(self, states: games.State) -> jax.Array:
@@ -47,6 +48,7 @@ class Agent:
         Raises:
           ValueError: the agent's value head is a scalar one (no draw share to give).
         """
+        _check_batch(states, "outcome_probabilities")
         return _outcome_probabilities(self.network, self.game, self.variables, states)
 
     def act(
@@ -68,6 +70,7 @@ class Agent:
           deterministic: no root noise (Gumbel scale 0, no Dirichlet noise, no temperature); with
             `search=False`, False samples from the network's policy instead of taking its top move.
         """
+        _check_batch(states, "act")
         if not search:
             logits, _ = self.policy_value(states)
             if deterministic:
@@ -84,6 +87,17 @@ class Agent:
         if deterministic:
             changes.update(gumbel_scale=0.0, dirichlet_fraction=0.0, temperature_moves=0)
         return dataclasses.replace(self.config.search, **changes)
+
+
+def _check_batch(states: games.State, method: str) -> None:
+    """Refuses a single state (or a batch of batches) before it reaches the jitted functions, where vmap would
+    fail with a message about axes."""
+    shape = jnp.shape(states.current_player)
+    if len(shape) != 1:
+        raise ValueError(
+            f"Agent.{method} takes a batch of states [B]; these have current_player of shape {shape}: batch one "
+            "state with jax.tree.map(lambda x: x[None], state), or make B of them with "
+            "jax.vmap(agent.game.init)(jax.random.split(key, B))")
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1))

@@ -130,6 +130,10 @@ def test_a_module_given_in_python_trains_resumes_and_loads(tmp_path, tiny_config
     agent = azjax.load_agent(tmp_path / "run", network=network)
     assert agent.network is network
     assert agent.variables["params"]["Dense_0"]["kernel"].shape == (18, 16)  # the module's own, not a ResNet
+    single = agent.game.init(jax.random.key(0))
+    for call in (agent.policy_value, lambda s: agent.act(jax.random.key(1), s, search=False)):
+        with pytest.raises(ValueError, match=r"takes a batch of states \[B\].*shape \(\)"):
+            call(single)
 
 
 def test_the_transformer_trains_an_iteration_of_connect_four(tmp_path, tiny_overrides):

@@ -79,11 +79,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in ("train", "eval", "play", "serve"):
         common.use_compile_cache(args.no_compile_cache)
     from azjax.agent_specs import SpecError
-    from azjax.checkpointing import CheckpointError
-    from azjax.config import ConfigError
+    from azjax.errors import ConfigError
     from azjax.games import GameNotFoundError
     from azjax.games.pgx_adapter import MissingDependencyError
     from azjax.memory import MemoryBudgetError
+    from azjax.rundir import CheckpointError
 
     try:
         return _COMMANDS[args.command].run(args)

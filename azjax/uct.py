@@ -26,17 +26,6 @@ from azjax.games import Game, State
 UCT_EXPLORATION = math.sqrt(2.0)
 
 
-def _sample_by_rank(key: jax.Array, mask: jax.Array) -> jax.Array:
-    """`bots.sample_uniform`'s distribution (a uniformly random True entry of each row of `mask` [B, A], 0 for an
-    all-False row) from one random number a row instead of one an entry: the k-th True entry, k uniform below the
-    row's count. Random rollouts take it: with many actions (Brandub's 1176) a draw over every entry costs more
-    than the game's step (measured: experiments/results/bench_uct_cpu.txt)."""
-    count = jnp.sum(mask, axis=-1, dtype=jnp.int32)
-    rank = jnp.floor(jax.random.uniform(key, count.shape) * count).astype(jnp.int32)
-    rank = jnp.minimum(rank, jnp.maximum(count - 1, 0))  # u x count may round up to count in float32
-    return jnp.argmax(jnp.cumsum(mask, axis=-1, dtype=jnp.int32) > rank[:, None], axis=-1).astype(jnp.int32)
-
-
 class _Rollout(struct.PyTreeNode):
     states: State  # [B]
     returns: jax.Array  # [B, 2] float32, rewards summed per player id
@@ -47,8 +36,8 @@ def rollout_values(key: jax.Array, game: Game, states: State, *,
                    sample: Callable[[jax.Array, jax.Array], jax.Array] | None = None) -> jax.Array:
     """Plays uniformly random moves from each state to the end: float32 [B], the outcome for the player to move
     in each starting state (0 for a terminal one). A `lax.while_loop` that stops when every game has ended.
-    `sample(key, legal [B, A]) -> moves [B]` draws the moves (default `_sample_by_rank`)."""
-    sample = sample or _sample_by_rank
+    `sample(key, legal [B, A]) -> moves [B]` draws the moves (default `bots.sample_uniform`)."""
+    sample = sample or sample_uniform
 
     def unfinished(rollout: _Rollout) -> jax.Array:
         return jnp.any(~rollout.states.terminated) & (rollout.num_steps < game.max_length)

@@ -4,11 +4,14 @@ What it measures: environment steps per second (one step = one move in one game 
 random legal play, batched and compiled the way self-play runs games. For each game and batch size B, one jitted
 call runs T steps of `lax.scan` over
 
-    actions = categorical(key, where(legal_action_mask, 0, -inf))   # [B], a uniformly random legal move
+    actions = sample_uniform(key, legal_action_mask)                 # [B], a uniformly random legal move
     states  = vmap(step)(states, actions)
     states  = where(done, vmap(init)(keys), states)                   # restart finished games in place
 
-so the batch always stays full, as in self-play. pgx's implementation of the same game (if pgx is installed) runs
+so the batch always stays full, as in self-play. The moves are drawn by `azjax.bots.sample_uniform` (one random
+number a game; the random bot's and UCT's rollouts' sampler) or, with `--sampler categorical`, by
+`jax.random.categorical` over every action (one random number an action: with Brandub's 1176 actions that draw
+costs several times the step itself). pgx's implementation of the same game (if pgx is installed) runs
 through exactly the same loop in the same process, and the table shows azjax steps/s, pgx steps/s and their
 ratio.
 
@@ -17,6 +20,9 @@ Timing: every function is compiled and called once to warm up before any timing 
 noisy, shared machine disturbs both alike. The table reports the MEDIAN of the repeats; `--json` also records the
 best and every single time. Each timed call continues from the states the previous call left, so the batch is a
 steady-state mix of openings and late positions.
+
+`--baseline REV` also times each game as commit REV had it (its module's source at REV, imported beside
+today's; a game whose module is unchanged gets none), in the same loop and process: the reference of a speed-up.
 
 Both implementations get the same random keys, so where their rules agree they play the very same games; the
 number of games each finished is printed after the table as a check (equal counts expected).
@@ -30,6 +36,7 @@ Run it:
     python experiments/bench_games.py --quick                  # B = 1, 64 and few steps: well under a minute
     python experiments/bench_games.py --games tic_tac_toe --batch-sizes 1024 --steps 128 --repeats 7
     python experiments/bench_games.py --json experiments/results/bench_games.json
+    python experiments/bench_games.py --games brandub othello --batch-sizes 1024 --baseline HEAD~1
 """
 
 from __future__ import annotations
@@ -45,13 +52,20 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from azjax import games
+from azjax import bots, games
+from azjax.games import registry
 
-from benchmark import Measurement, format_rate, import_pgx, machine_info, run_main
+from benchmark import Measurement, format_rate, import_pgx, machine_info, module_at_revision, run_main
 
 # The pgx environment id of each azjax game that pgx also implements (pgx has no Gomoku, and Othello only 8 x 8).
 PGX_IDS = {"tic_tac_toe": "tic_tac_toe", "connect_four": "connect_four", "othello": "othello"}
 # Where the two play the same moves but end some games at different times, so that their game counts differ.
+def categorical_sample(key: jax.Array, mask: jax.Array) -> jax.Array:
+    """`bots.sample_uniform`'s distribution drawn by `jax.random.categorical` over every entry of mask [B, A]."""
+    return jax.random.categorical(key, jnp.where(mask, 0.0, -jnp.inf)).astype(jnp.int32)
+
+
+SAMPLERS = {"uniform": bots.sample_uniform, "categorical": categorical_sample}
 PGX_ENDINGS_DIFFER = {
     "othello": "pgx ends a game that neither side can continue two passes later than azjax, which ends it at once",
 }
@@ -69,7 +83,7 @@ class Implementation:
     """One implementation of a game, as the benchmark loop sees it.
 
     Attributes:
-      label: "azjax" or "pgx".
+      label: "azjax", "pgx", or "azjax@REV" for a baseline.
       init: key -> state, unbatched.
       step: (state, int32 action) -> state, unbatched.
       done: state -> bool [], True when the game must be restarted.
@@ -81,8 +95,19 @@ class Implementation:
     done: Callable[[Any], jax.Array]
 
 
-def azjax_implementation(game: games.Game) -> Implementation:
-    return Implementation(label="azjax", init=game.init, step=game.step, done=lambda s: s.terminated)
+def azjax_implementation(game: games.Game, label: str = "azjax") -> Implementation:
+    return Implementation(label=label, init=game.init, step=game.step, done=lambda s: s.terminated)
+
+
+def baseline_implementation(name: str, revision: str) -> Implementation | None:
+    """The registered game `name` as commit `revision` had it (the factory of today's registration, taken from
+    its module's source at `revision`); None when that module is unchanged since."""
+    factory = registry.definition(name)
+    assert factory is not None, name  # registered games only
+    module = module_at_revision(factory.__module__, revision)
+    if module is None:
+        return None
+    return azjax_implementation(getattr(module, factory.__name__)(), f"azjax@{revision}")
 
 
 def pgx_implementation(env: Any) -> Implementation:
@@ -100,11 +125,10 @@ def _select(done: jax.Array, fresh: jax.Array, old: jax.Array) -> jax.Array:
     return jnp.where(done.reshape(done.shape + (1,) * (old.ndim - 1)), fresh, old)
 
 
-def _play_step(states: Any, key: jax.Array, *, impl: Implementation) -> tuple[Any, jax.Array]:
+def _play_step(states: Any, key: jax.Array, *, impl: Implementation, sample: Callable) -> tuple[Any, jax.Array]:
     """One random legal move in every game of the batch [B]; finished games restart. Returns (states, #done)."""
     action_key, init_key = jax.random.split(key)
-    logits = jnp.where(states.legal_action_mask, 0.0, -jnp.inf)  # [B, A]
-    actions = jax.random.categorical(action_key, logits).astype(jnp.int32)  # [B]
+    actions = sample(action_key, states.legal_action_mask)  # [B]
     states = jax.vmap(impl.step)(states, actions)
     done = jax.vmap(impl.done)(states)  # [B]
     fresh = jax.vmap(impl.init)(jax.random.split(init_key, done.shape[0]))
@@ -112,13 +136,15 @@ def _play_step(states: Any, key: jax.Array, *, impl: Implementation) -> tuple[An
     return states, jnp.sum(done, dtype=jnp.int32)
 
 
-def random_play(key: jax.Array, states: Any, *, impl: Implementation, num_steps: int) -> tuple[Any, jax.Array]:
-    """Runs `num_steps` steps of random legal play on a batch of states [B, ...].
+def random_play(key: jax.Array, states: Any, *, impl: Implementation, num_steps: int,
+                sample: Callable = bots.sample_uniform) -> tuple[Any, jax.Array]:
+    """Runs `num_steps` steps of random legal play on a batch of states [B, ...], the moves drawn by
+    `sample(key, legal_action_mask [B, A]) -> actions [B]`.
 
     Returns the states after the last step and the number of games that finished on the way (int32 []).
     """
     step_keys = jax.random.split(key, num_steps)
-    states, num_done = jax.lax.scan(functools.partial(_play_step, impl=impl), states, step_keys)
+    states, num_done = jax.lax.scan(functools.partial(_play_step, impl=impl, sample=sample), states, step_keys)
     return states, jnp.sum(num_done)
 
 
@@ -126,10 +152,10 @@ def random_play(key: jax.Array, states: Any, *, impl: Implementation, num_steps:
 # Timing.
 
 
-def _prepare(impl: Implementation, batch_size: int, num_steps: int, key: jax.Array):
+def _prepare(impl: Implementation, batch_size: int, num_steps: int, key: jax.Array, sample: Callable):
     """Compiles the loop for `impl`, runs the warm-up call; returns (compiled fn, states, compile seconds)."""
     states = jax.jit(jax.vmap(impl.init))(jax.random.split(key, batch_size))
-    fn = jax.jit(functools.partial(random_play, impl=impl, num_steps=num_steps))
+    fn = jax.jit(functools.partial(random_play, impl=impl, num_steps=num_steps, sample=sample))
     start = time.perf_counter()
     compiled = fn.lower(key, states).compile()
     compile_s = time.perf_counter() - start
@@ -138,12 +164,13 @@ def _prepare(impl: Implementation, batch_size: int, num_steps: int, key: jax.Arr
 
 
 def measure(
-    impls: Sequence[Implementation], *, batch_size: int, num_steps: int, num_repeats: int, key: jax.Array
+    impls: Sequence[Implementation], *, batch_size: int, num_steps: int, num_repeats: int, key: jax.Array,
+    sample: Callable = bots.sample_uniform,
 ) -> dict[str, Measurement]:
     """Times each implementation's jitted loop; repeats alternate between implementations."""
     # Every implementation gets the same keys: where the rules agree, they then play the very same games.
     prepare_key, key = jax.random.split(key)
-    prepared = {impl.label: _prepare(impl, batch_size, num_steps, prepare_key) for impl in impls}
+    prepared = {impl.label: _prepare(impl, batch_size, num_steps, prepare_key, sample) for impl in impls}
     compiled = {label: p[0] for label, p in prepared.items()}
     states = {label: p[1] for label, p in prepared.items()}
     times: dict[str, list[float]] = {label: [] for label in prepared}
@@ -164,15 +191,24 @@ def measure(
 # Reporting.
 
 
-_TABLE_HEADER = f"{'game':<14} {'batch':>6} {'azjax steps/s':>15} {'pgx steps/s':>15} {'azjax/pgx':>10}"
+def table_header(baseline: str | None = None) -> str:
+    header = f"{'game':<14} {'batch':>6} {'azjax steps/s':>15} {'pgx steps/s':>15} {'azjax/pgx':>10}"
+    if baseline is not None:
+        header += f" {baseline + ' steps/s':>15} {'x ' + baseline:>10}"
+    return header
 
 
-def format_row(row: dict[str, Any]) -> str:
-    ratio = "-" if row["ratio"] is None else f"{row['ratio']:.2f}"
-    return (
+def format_row(row: dict[str, Any], baseline: str | None = None) -> str:
+    def ratio(value: float | None) -> str:
+        return "-" if value is None else f"{value:.2f}"
+
+    line = (
         f"{row['game']:<14} {row['batch_size']:>6} {format_rate(row['azjax_steps_per_s']):>15} "
-        f"{format_rate(row['pgx_steps_per_s']):>15} {ratio:>10}"
+        f"{format_rate(row['pgx_steps_per_s']):>15} {ratio(row['ratio']):>10}"
     )
+    if baseline is not None:
+        line += f" {format_rate(row['baseline_steps_per_s']):>15} {ratio(row['speedup']):>10}"
+    return line
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -204,6 +240,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="a fast smoke run: small batch sizes, few steps and repeats (explicit options still win)",
     )
     parser.add_argument("--no-pgx", action="store_true", help="skip pgx even if it is installed")
+    parser.add_argument(
+        "--sampler", choices=sorted(SAMPLERS), default="uniform",
+        help="how the random moves are drawn: 'uniform' (default), azjax.bots.sample_uniform, one random number a "
+        "game; 'categorical', jax.random.categorical over every action, one random number an action",
+    )
+    parser.add_argument(
+        "--baseline", metavar="REV", default=None,
+        help="also time each game as git commit REV had it (e.g. HEAD or a commit hash), side by side",
+    )
     parser.add_argument("--seed", type=int, default=0, help="random seed of the played moves (default: 0)")
     parser.add_argument(
         "--json", metavar="OUT", default=None, help="also write the results (with every timing) as JSON to OUT"
@@ -236,26 +281,34 @@ def print_header(info: dict[str, Any], args: argparse.Namespace, pgx_skip_reason
         print(f"# pgx: skipped ({pgx_skip_reason}); azjax figures only")
     print(
         f"# random legal play, jit(lax.scan over T={args.steps} steps of vmap(step)), finished games restarted; "
-        f"steps/s = MEDIAN of {args.repeats} timed calls (compile + 1 warm-up call excluded)"
+        f"steps/s = MEDIAN of {args.repeats} timed calls (compile + 1 warm-up call excluded); moves drawn by the "
+        f"{args.sampler!r} sampler"
     )
+    if args.baseline is not None:
+        print(f"# baseline: each game as commit {args.baseline} had it, in the same loop ('-': its module unchanged)")
     print()
-    print(_TABLE_HEADER)
-    print("-" * len(_TABLE_HEADER), flush=True)
+    header = table_header(args.baseline)
+    print(header)
+    print("-" * len(header), flush=True)
 
 
 def benchmark_row(
     name: str, impls: Sequence[Implementation], batch_size: int, args: argparse.Namespace, key: jax.Array
 ) -> dict[str, Any]:
     """Measures one (game, batch size) and returns its table row, with every timing under "details"."""
-    results = measure(impls, batch_size=batch_size, num_steps=args.steps, num_repeats=args.repeats, key=key)
+    results = measure(impls, batch_size=batch_size, num_steps=args.steps, num_repeats=args.repeats, key=key,
+                      sample=SAMPLERS[args.sampler])
     call_steps = batch_size * args.steps
     rates = {label: m.rate(call_steps) for label, m in results.items()}
+    baseline = rates.get(f"azjax@{args.baseline}")
     return {
         "game": name,
         "batch_size": batch_size,
         "azjax_steps_per_s": rates["azjax"],
         "pgx_steps_per_s": rates.get("pgx"),
         "ratio": rates["azjax"] / rates["pgx"] if "pgx" in rates else None,
+        "baseline_steps_per_s": baseline,
+        "speedup": rates["azjax"] / baseline if baseline else None,
         "timed_env_steps": call_steps * args.repeats,  # per implementation
         "details": {
             label: {
@@ -287,7 +340,9 @@ def summarize_games(rows: Sequence[dict[str, Any]]) -> list[str]:
         if len(counts) == 1:
             verdict = "azjax only"
         elif len(set(counts.values())) == 1:
-            verdict = "equal, as expected when both play the same games from the same keys"
+            verdict = "equal, as expected when all play the same games from the same keys"
+        elif len({n for label, n in counts.items() if label != "pgx"}) > 1:
+            verdict = "DIFFERENT: azjax and its baseline do not play the same games"
         else:
             verdict = PGX_ENDINGS_DIFFER.get(name, "DIFFERENT: the implementations do not play the same games")
         lines.append(f"# {name}: games finished in the timed calls: {described}; {verdict}")
@@ -309,10 +364,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         impls = [azjax_implementation(games.make(name))]
         if pgx is not None and name in PGX_IDS:
             impls.append(pgx_implementation(pgx.make(PGX_IDS[name])))
+        if args.baseline is not None:
+            baseline = baseline_implementation(name, args.baseline)
+            impls += [baseline] if baseline is not None else []
         for batch_size in args.batch_sizes:
             key, row_key = jax.random.split(key)
             rows.append(benchmark_row(name, impls, batch_size, args, row_key))
-            print(format_row(rows[-1]), flush=True)
+            print(format_row(rows[-1], args.baseline), flush=True)
     print()
     for line in summarize_games(rows):
         print(line)
@@ -325,6 +383,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             "steps": args.steps,
             "repeats": args.repeats,
             "seed": args.seed,
+            "sampler": args.sampler,
+            "baseline": args.baseline,
             "statistic": "median",
             "pgx_skipped": pgx_skip_reason,
         },

@@ -1,6 +1,8 @@
 """What every benchmark script here shares: the machine description, timing a jitted function and its record
 (`Measurement`), pgx where installed, tables, configs from the command line, the JSON record, and the entry point
-(`run_main`: Ctrl-C as one line and exit status 130). A new benchmark is its measurement and a few lines of these.
+(`run_main`: Ctrl-C as one line and exit status 130), and a module of azjax as an earlier commit had it
+(`module_at_revision`: the reference of a speed-up, timed in the same run). A new benchmark is its measurement
+and a few lines of these.
 
 The scripts import it as `benchmark` (running `python experiments/X.py` puts this folder on the path; the tests
 put it there too).
@@ -11,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import importlib.metadata
+import importlib.util
 import json
 import os
 import pathlib
@@ -19,7 +22,9 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+import types
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
@@ -52,6 +57,30 @@ def _git_commit() -> str | None:
     except (OSError, subprocess.CalledProcessError):
         return None
     return commit + ("+dirty" if dirty.strip() else "")
+
+
+def module_at_revision(module_name: str, revision: str) -> types.ModuleType | None:
+    """The azjax module `module_name` (e.g. "azjax.games.brandub") as git `revision` of this checkout had it,
+    imported under a name of its own beside today's (its imports are today's modules); None when its source there
+    is today's. Raises ValueError naming the revision and file when git cannot show it."""
+    root = pathlib.Path(__file__).resolve().parent.parent
+    relative = pathlib.Path(*module_name.split(".")).with_suffix(".py")
+    shown = subprocess.run(["git", "show", f"{revision}:{relative.as_posix()}"], cwd=root, capture_output=True,
+                           text=True)
+    if shown.returncode != 0:
+        raise ValueError(f"git cannot show {relative} at {revision!r}: {shown.stderr.strip()}")
+    if shown.stdout == (root / relative).read_text():
+        return None
+    name = f"{module_name}@{revision}"
+    with tempfile.TemporaryDirectory() as folder:
+        path = pathlib.Path(folder) / relative.name
+        path.write_text(shown.stdout)
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses and pickling look a module up by name
+        spec.loader.exec_module(module)
+    return module
 
 
 def machine_info() -> dict[str, Any]:

@@ -46,3 +46,26 @@ def test_without_pgx_reports_azjax_and_says_pgx_was_skipped(bench_games, monkeyp
     (row,) = results["rows"]
     assert row["azjax_steps_per_s"] > 0 and row["pgx_steps_per_s"] is None and row["ratio"] is None
     assert "pgx: skipped (pgx is not installed)" in printed
+
+
+def test_a_baseline_is_timed_beside_and_an_unchanged_module_has_none(bench_games, monkeypatch, capsys):
+    import benchmark  # experiments/ is on the path while the script is loaded
+
+    with pytest.raises(ValueError, match="no-such-revision"):
+        benchmark.module_at_revision("azjax.games.mnk", "no-such-revision")
+    from azjax.games import mnk
+
+    monkeypatch.setattr(bench_games, "module_at_revision", lambda name, revision: mnk)  # the baseline: today's code
+    results = bench_games.main([*_TINY, "--batch-sizes", "2", "--no-pgx", "--baseline", "REV", "--sampler",
+                                "categorical"])
+    printed = capsys.readouterr().out
+    (row,) = results["rows"]
+    assert row["baseline_steps_per_s"] > 0 and row["speedup"] > 0
+    assert results["config"]["sampler"] == "categorical" and "'categorical' sampler" in printed
+    finished = {label: d["games_finished"] for label, d in row["details"].items()}
+    assert finished["azjax"] == finished["azjax@REV"]  # the same code plays the same games from the same keys
+    assert "REV steps/s" in printed and "x REV" in printed
+
+    monkeypatch.setattr(bench_games, "module_at_revision", lambda name, revision: None)  # unchanged since REV
+    (row,) = bench_games.main([*_TINY, "--batch-sizes", "2", "--no-pgx", "--baseline", "REV"])["rows"]
+    assert row["baseline_steps_per_s"] is None and row["speedup"] is None

@@ -120,14 +120,18 @@ def test_random_agent_plays_legal_moves(ttt):
     np.testing.assert_allclose(np.asarray(analysis.policy).sum(-1), 1.0)
 
 
-def test_rollouts_sample_legal_moves_uniformly():
-    """The rollouts' sampler: only True entries, each about equally often, 0 for a row without any."""
+def test_the_sampler_draws_legal_moves_uniformly():
+    """bots.sample_uniform (the random bot's and the rollouts' sampler): only True entries, each about equally
+    often, 0 for a row without any; any leading shape."""
     mask = jnp.array([[False, True, False, True, True, False, False, True]] * 4000 + [[False] * 8])
-    actions = np.asarray(jax.jit(uct._sample_by_rank)(jax.random.key(0), mask))
+    actions = np.asarray(jax.jit(bots.sample_uniform)(jax.random.key(0), mask))
     assert actions[-1] == 0
     counts = np.bincount(actions[:-1], minlength=8)
     assert set(np.flatnonzero(counts)) == {1, 3, 4, 7}
     np.testing.assert_allclose(counts[[1, 3, 4, 7]] / 4000, 0.25, atol=0.03)  # 4 sigma is 0.027
+    grid = np.asarray(bots.sample_uniform(jax.random.key(1), mask[:4000].reshape(40, 100, 8)))
+    assert grid.shape == (40, 100) and set(np.unique(grid)) == {1, 3, 4, 7}
+    assert int(bots.sample_uniform(jax.random.key(2), jnp.arange(8) == 5)) == 5  # one row: a scalar
 
 
 def test_rollout_values_from_the_movers_side(ttt):
@@ -188,9 +192,14 @@ def test_uct_searches_as_the_mctx_version_does(c4):
     many = jax.tree.map(lambda x: jnp.repeat(x, 48, axis=0), states)  # 48 copies of each of 8 positions
     ours = jax.jit(functools.partial(uct.uct_analysis, game=c4, num_simulations=200))(jax.random.key(1), many)
     theirs = jax.jit(functools.partial(mctx_uct_analysis, game=c4, num_simulations=200))(jax.random.key(2), many)
-    mean = lambda x: np.asarray(x).reshape(8, 48, *np.shape(x)[1:]).mean(axis=1)  # noqa: E731
-    np.testing.assert_allclose(mean(ours.policy), mean(theirs.policy), atol=0.06)
-    np.testing.assert_allclose(mean(ours.value), mean(theirs.value), atol=0.08)
+    copies = lambda x: np.asarray(x, np.float64).reshape(8, 48, *np.shape(x)[1:])  # noqa: E731
+    mean = lambda x: copies(x).mean(axis=1)  # noqa: E731
+    for field in ("policy", "value"):
+        a, b = copies(getattr(ours, field)), copies(getattr(theirs, field))
+        # Each mean's own sampling error, from the 48 copies' spread: two means of one distribution differ by
+        # more than 4.5 standard errors in one element of 56 about once in 4,000 runs.
+        error = np.sqrt(a.var(axis=1, ddof=1) / 48 + b.var(axis=1, ddof=1) / 48)
+        assert np.all(np.abs(a.mean(axis=1) - b.mean(axis=1)) <= 4.5 * error + 0.01), (field, a.mean(1), b.mean(1))
     # And the moves each plays are chosen alike: the same favourite in most positions.
     favourite = lambda a: mean(jax.nn.one_hot(a.action, 7)).argmax(-1)  # noqa: E731
     assert np.sum(favourite(ours) == favourite(theirs)) >= 6

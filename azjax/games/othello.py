@@ -52,28 +52,10 @@ from azjax.games import boards, drawing
 from azjax.games.base import Game, board_symmetries, resolve_step
 
 Board = jax.Array | np.ndarray  # int8 [N]: on the host (numpy) for render and from_ascii, else traced
+Bits = tuple[Board, ...]  # bitboards: uint32 [...] words, cell c at bit c % 32 of word c // 32
 
-_DIRECTIONS = ((-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1), (1, 0), (1, 1))
+_WORD_BITS = 32  # jax runs without 64-bit integers by default, so a board's bits are split into uint32 words
 PLAYER_CHARS = "XO"  # by player id: X (black) is player 0
-
-
-def ray_table(size: int) -> np.ndarray:
-    """The cells along each of the 8 directions from each cell, nearest first: int32 [8, N, size], N = size * size.
-
-    A ray is padded after its last on-board cell with the sentinel index N (a cell that callers append to the
-    board and keep empty); the longest ray has size - 1 cells, so every ray ends with at least one sentinel.
-    """
-    num_cells = size * size
-    table = np.full((len(_DIRECTIONS), num_cells, size), num_cells, np.int32)
-    for d, (dr, dc) in enumerate(_DIRECTIONS):
-        for r in range(size):
-            for c in range(size):
-                for i in range(1, size):
-                    rr, cc = r + i * dr, c + i * dc
-                    if not (0 <= rr < size and 0 <= cc < size):
-                        break
-                    table[d, r * size + c, i - 1] = rr * size + cc
-    return table
 
 
 def start_board(size: int) -> np.ndarray:
@@ -85,64 +67,158 @@ def start_board(size: int) -> np.ndarray:
     return board.ravel()
 
 
-def _seen(padded: jax.Array, size: int, dr: int, dc: int, k: int) -> jax.Array:
-    """From a bool board padded by size - 1 on each side: [size, size], at (r, c) the value k steps away in
-    direction (dr, dc), False off the board. A static slice."""
-    row, col = size - 1 + k * dr, size - 1 + k * dc
-    return padded[row : row + size, col : col + size]
+# --------------------------------------------------------------------------------------------------------------
+# Bitboards. A step in direction (dr, dc) moves every bit of a board by dr * size + dc cells, so each rule is a few
+# whole-board bit operations per direction: no gather, and, batched, a word per game rather than an element per
+# cell. Only the 4 directions of positive steps are walked, on each board and on its mirror image (the cells in
+# reverse order), where they are the other 4; leading axes of the words hold players, mirror images and directions,
+# so that one operation covers them all. `xp=np` runs the same code on the host, for `render` and `from_ascii`
+# (eager jax would dispatch its many small operations one by one).
+#
+# XLA fuses elementwise operations into whatever consumes them, recomputing them for every element consumed, and
+# keeps only reductions apart. So the words that much is computed from (the packed discs, the flips, the
+# placements) each come out of a reduction, and the cells of the result are unmirrored as cells, not as bits.
+
+
+def pack(cells: Board, *, xp: ModuleType = jnp) -> Bits:
+    """The bitboards of bool boards [..., N]: ceil(N / 32) uint32 [...] words."""
+    num_cells = cells.shape[-1]
+    num_words = -(-num_cells // _WORD_BITS)
+    padding = [(0, 0)] * (cells.ndim - 1) + [(0, num_words * _WORD_BITS - num_cells)]
+    halves = xp.pad(cells, padding).reshape(*cells.shape[:-1], num_words, 2, 16).astype(xp.uint32)
+    # An OR of 16 shifted cells per half word, then a reduction over the 2 halves (see above): XLA on a CPU runs a
+    # reduction one element at a time, so a reduction over all 32 cells would be several times slower.
+    shifted = functools.reduce(xp.bitwise_or, [halves[..., i] << xp.uint32(i) for i in range(16)])
+    words = xp.bitwise_or.reduce(shifted << xp.array([0, 16], xp.uint32), axis=-1)
+    return tuple(words[..., w] for w in range(num_words))
+
+
+def unpack(bits: Bits, num_cells: int, *, xp: ModuleType = jnp) -> Board:
+    """The bool boards [..., N] of bitboards (their bits from N on ignored)."""
+    words = xp.stack(bits, axis=-1)[..., None]  # [..., W, 1]
+    cells = (xp.right_shift(words, xp.arange(_WORD_BITS, dtype=xp.uint32)) & xp.uint32(1)) != 0
+    return cells.reshape(*cells.shape[:-2], -1)[..., :num_cells]
+
+
+def _and(a: Bits, b: Bits) -> Bits:
+    return tuple(x & y for x, y in zip(a, b, strict=True))
+
+
+def _or(a: Bits, b: Bits) -> Bits:
+    return tuple(x | y for x, y in zip(a, b, strict=True))
+
+
+def _select(condition: Board, a: Bits, b: Bits, *, xp: ModuleType = jnp) -> Bits:
+    return tuple(xp.where(condition, x, y) for x, y in zip(a, b, strict=True))
+
+
+def _stack(*bits: Bits, xp: ModuleType = jnp) -> Bits:
+    """Bitboards [...] -> [K, ...]."""
+    return tuple(xp.stack(words) for words in zip(*bits, strict=True))
+
+
+def _shift(bits: Bits, amounts: np.ndarray) -> Bits:
+    """Every bit moved `amounts` (uint32, broadcast against the words; each from 1 to 31) cells up the board,
+    carried across words; bits moved past the last word are lost."""
+    carried = [w >> (_WORD_BITS - amounts) for w in bits[:-1]]
+    return tuple(w << amounts if i == 0 else (w << amounts) | carried[i - 1] for i, w in enumerate(bits))
+
+
+def _reversed_word(word: Board) -> Board:
+    """A uint32 word with its 32 bits in reverse order."""
+    for width, mask in ((1, 0x55555555), (2, 0x33333333), (4, 0x0F0F0F0F), (8, 0x00FF00FF)):
+        word = ((word >> width) & mask) | ((word & mask) << width)
+    return (word >> 16) | (word << 16)
+
+
+def _mirror(bits: Bits, num_cells: int) -> Bits:
+    """The bitboards of the boards with their N cells in reverse order (cell c to N - 1 - c); bits from N on must
+    be clear."""
+    words = [_reversed_word(w) for w in reversed(bits)]
+    excess = len(bits) * _WORD_BITS - num_cells  # the bits past cell N - 1, now at the bottom
+    if excess == 0:
+        return tuple(words)
+    last = len(words) - 1
+    return tuple(w >> excess if i == last else (w >> excess) | (words[i + 1] << (_WORD_BITS - excess))
+                 for i, w in enumerate(words))
+
+
+def _both_ways(bits: Bits, num_cells: int, *, xp: ModuleType = jnp) -> Bits:
+    """Bitboards [...] -> [..., 2, 1]: each board, then its mirror image (to broadcast against 4 directions)."""
+    return tuple(xp.stack([w, m], axis=-1)[..., None] for w, m in zip(bits, _mirror(bits, num_cells), strict=True))
+
+
+@functools.cache
+def _lines(size: int) -> tuple[np.ndarray, Bits, Bits]:
+    """The 4 directions of a positive step, right, down-left, down and down-right: their steps (uint32 [4]), the
+    cells that a bracketed run in each can hold (words [4]), the same on the mirror image; and the N cells.
+
+    A run in a direction with a column step lies strictly between two cells of its row's span, so never on the
+    first or last column: masking those out of the opponent's discs stops a shift from wrapping around an edge
+    into the next row. Shifts past the bottom move bits past the last word or onto cells from N on, never set."""
+    column = np.arange(size * size) % size
+    inner = (column > 0) & (column < size - 1)
+    steps = np.array([1, size - 1, size, size + 1], np.uint32)
+    return steps, pack(np.stack([inner, inner, np.ones_like(inner), inner]), xp=np), pack(column >= 0, xp=np)
+
+
+_UNROLLED_SIZE = 8  # the largest board whose runs are walked in unrolled steps; larger ones in a loop
+
+
+def _runs(start: Bits, opponent: Bits, size: int, *, xp: ModuleType = jnp) -> Bits:
+    """Words [..., 2, 4] (boards and mirror images, directions) from `start` and `opponent` [..., 2, 1]: the cells
+    reached from `start` by 1 to size - 2 (the longest bracketed run) steps in each direction, every cell on the
+    way, the last included, an `opponent` disc."""
+    steps, runs_in, _ = _lines(size)
+    opponent = _and(opponent, runs_in)
+    extend = lambda _, run: _or(run, _and(_shift(run, steps), opponent))  # noqa: E731  # one step further
+    run = _and(_shift(start, steps), opponent)
+    if xp is jnp and size > _UNROLLED_SIZE:  # unrolled, the program of a large board takes minutes to compile
+        return jax.lax.fori_loop(0, size - 3, extend, run)
+    for i in range(size - 3):
+        run = extend(i, run)
+    return run
+
+
+def _any_direction(bits: Bits, *, xp: ModuleType = jnp) -> Bits:
+    """Words [..., 4] -> [...]: the cells set in some direction, as a reduction (see above)."""
+    return tuple(xp.bitwise_or.reduce(w, axis=-1) for w in bits)
+
+
+def _unmirrored(bits: Bits, num_cells: int, *, xp: ModuleType = jnp) -> Board:
+    """Bitboards [..., 2] of boards and of mirror images -> bool [..., N]: the cells set in either."""
+    cells = unpack(bits, num_cells, xp=xp)
+    return cells[..., 0, :] | cells[..., 1, ::-1]
+
+
+def _placement_bits(own: Bits, opponent: Bits, size: int, *, xp: ModuleType = jnp) -> Bits:
+    """Words [..., 2] (placements found on the boards and on their mirror images) for the player with discs `own`
+    against `opponent` (bitboards [...]): the empty cells from which, in some direction, a run of one or more
+    opponent discs leads up to an own disc."""
+    num_cells = size * size
+    steps, _, on_board = _lines(size)
+    empty = _and(tuple(~(a | b) for a, b in zip(own, opponent, strict=True)), on_board)
+    run = _runs(_both_ways(own, num_cells, xp=xp), _both_ways(opponent, num_cells, xp=xp), size, xp=xp)
+    return _any_direction(_and(_shift(run, steps), _both_ways(empty, num_cells, xp=xp)), xp=xp)
 
 
 def placements(board: Board, size: int, *, xp: ModuleType = jnp) -> Board:
-    """The legal placements of both players on `board` (int8 [N]): bool [2, N], row p for player p.
-
-    Every cell at once, direction by direction and distance by distance (statically unrolled, 8 x (size - 1)
-    elementwise steps on the whole board): a cell is a placement when some direction shows one or more opponent
-    discs and then one of the player's own. This reads shifted copies of the board rather than gathering every
-    cell's rays from `ray_table`, which is much slower under XLA on a CPU: for a batch of 2000 boards of 8 x 8 on
-    a shared 2-core CPU, 5 ms this way against 50 ms and more for the gathered rays (12 ms for the gather of the
-    [8, N, size] cells alone). `xp=np` runs it on the host, for `render` and `from_ascii` (eager jax would
-    dispatch its hundreds of small operations one by one).
-    """
-    grid = board.reshape(size, size)
-    empty = grid == boards.EMPTY
-    rows = []
-    for stone, opponent in ((boards.STONE_X, boards.STONE_O), (boards.STONE_O, boards.STONE_X)):  # static
-        own = xp.pad(grid == stone, size - 1)
-        theirs = xp.pad(grid == opponent, size - 1)
-        found = xp.zeros((size, size), dtype=bool)
-        for dr, dc in _DIRECTIONS:
-            run = _seen(theirs, size, dr, dc, 1)  # an unbroken run of opponent discs from distance 1 to k - 1
-            for k in range(2, size):
-                found = found | (run & _seen(own, size, dr, dc, k))
-                run = run & _seen(theirs, size, dr, dc, k)
-        rows.append((empty & found).ravel())
-    return xp.stack(rows)
+    """The legal placements of both players on `board` (int8 [N]): bool [2, N], row p for player p."""
+    x, o = pack(board == boards.STONE_X, xp=xp), pack(board == boards.STONE_O, xp=xp)
+    found = _placement_bits(_stack(x, o, xp=xp), _stack(o, x, xp=xp), size, xp=xp)
+    return _unmirrored(found, size * size, xp=xp)
 
 
-def place_disc(board: jax.Array, cell: jax.Array, stone: jax.Array, rays: np.ndarray) -> jax.Array:
-    """The board after a disc of `stone` (int8 []) is placed on `cell` (int32 []) and flips what it brackets.
-
-    `rays` is the static `ray_table`: the 8 rays from `cell`, [8, R], are gathered, and in each the leading run of
-    opponent discs flips when the cell after it holds the mover's disc.
-    """
-    ray = jnp.asarray(rays)[:, cell, :]  # [8, R]
-    cells = jnp.concatenate([board, jnp.zeros((1,), board.dtype)])[ray]  # the sentinel, index N, is empty
-    opponent = (3 - stone).astype(board.dtype)
-    run = jnp.cumprod((cells == opponent).astype(jnp.int8), axis=-1)  # 1 until the first non-opponent cell
-    length = jnp.sum(run, axis=-1, dtype=jnp.int32)  # < R, since every ray ends with the empty sentinel
-    end = jnp.take_along_axis(cells, length[:, None], axis=-1)[:, 0]  # the first cell after the run
-    flips = run.astype(jnp.bool_) & (end == stone)[:, None]  # [8, R]
-    # Rays from one cell in different directions share no cell, so only the sentinel index repeats.
-    flipped = jnp.zeros(board.shape[0] + 1, jnp.bool_).at[ray.ravel()].set(flips.ravel())[:-1]
-    placed = jnp.arange(board.shape[0]) == cell
-    return jnp.where(flipped | placed, stone, board)
-
-
-def disc_outcome(board: Board, *, xp: ModuleType = jnp) -> Board:
-    """float32 [2] by player id: +1 for more discs, -1 for fewer, 0 each for equal counts."""
-    difference = xp.sum(board == boards.STONE_X, dtype=xp.int32) - xp.sum(board == boards.STONE_O, dtype=xp.int32)
-    sign = xp.sign(difference).astype(xp.float32)
-    return xp.stack([sign, -sign])
+def _flip_bits(placed: Bits, own: Bits, opponent: Bits, size: int) -> Bits:
+    """Words [2] (flips found on the board and on its mirror image): the `opponent` discs that a disc on `placed`
+    (one bit, or none) brackets with `own` discs, every run of them that leads from the placed disc up to an own
+    disc."""
+    num_cells = size * size
+    steps, _, _ = _lines(size)
+    run = _runs(_both_ways(placed, num_cells), _both_ways(opponent, num_cells), size)
+    end = _and(_shift(run, steps), _both_ways(own, num_cells))
+    closed = functools.reduce(jnp.bitwise_or, end) != 0  # [2, 4]: the run ends at an own disc
+    return _any_direction(_select(closed, run, tuple(jnp.zeros_like(w) for w in run)))
 
 
 def _state_after(
@@ -151,15 +227,27 @@ def _state_after(
     """The state with `to_move` (int32 []) to play on `board`, as reached by play: terminal, with the disc outcome
     paid, when neither player can place; otherwise the mover's placements, or else only the pass, are legal.
     `xp=np` builds it on the host (fields as numpy arrays)."""
-    can_place = placements(board, size, xp=xp)  # [2, N]
-    mover_placements = can_place[to_move]
-    terminated = ~xp.any(can_place)
-    mask = xp.append(mover_placements, ~xp.any(mover_placements)) & ~terminated
+    x, o = pack(board == boards.STONE_X, xp=xp), pack(board == boards.STONE_O, xp=xp)
+    return _state_of_bits(board, x, o, to_move, size, xp=xp)
+
+
+def _state_of_bits(
+    board: Board, x: Bits, o: Bits, to_move: jax.Array | np.int32, size: int, *, xp: ModuleType = jnp
+) -> boards.BoardState:
+    """`_state_after` for the board whose X and O discs are the bitboards `x` and `o`."""
+    mover, other = _select(to_move == 0, x, o, xp=xp), _select(to_move == 0, o, x, xp=xp)
+    found = _placement_bits(_stack(mover, other, xp=xp), _stack(other, mover, xp=xp), size, xp=xp)  # [2, 2]
+    can_place = (functools.reduce(xp.bitwise_or, found) != 0).any(axis=-1)  # [2]: the mover, the other
+    terminated = ~can_place.any()
+    mask = xp.append(_unmirrored(tuple(w[0] for w in found), size * size, xp=xp), ~can_place[0]) & ~terminated
+    ones = jax.lax.population_count if xp is jnp else np.bitwise_count
+    lead = sum(ones(a).astype(xp.int32) - ones(b).astype(xp.int32) for a, b in zip(x, o, strict=True))
+    sign = xp.sign(lead).astype(xp.float32)  # of X's lead in discs
     return boards.BoardState(
         current_player=to_move.astype(xp.int32),
         legal_action_mask=mask,
         terminated=terminated,
-        rewards=xp.where(terminated, disc_outcome(board, xp=xp), 0.0).astype(xp.float32),
+        rewards=xp.where(terminated, xp.stack([sign, -sign]), 0.0).astype(xp.float32),
         board=board,  # type: ignore[arg-type]  # numpy with xp=np, which from_ascii converts
     )
 
@@ -169,13 +257,26 @@ def _init(key: jax.Array, *, size: int) -> boards.BoardState:
     return _state_after(jnp.asarray(start_board(size)), jnp.int32(0), size)
 
 
-def _step(state: boards.BoardState, action: jax.Array, *, size: int, rays: np.ndarray) -> boards.BoardState:
+def _step(state: boards.BoardState, action: jax.Array, *, size: int) -> boards.BoardState:
     action = jnp.asarray(action, jnp.int32)
-    num_cells = state.board.shape[0]
-    stone = (state.current_player + 1).astype(jnp.int8)
-    placed = place_disc(state.board, jnp.clip(action, 0, num_cells - 1), stone, rays)
-    board = jnp.where(action == num_cells, state.board, placed)  # the pass changes nothing on the board
-    return resolve_step(state, _state_after(board, 1 - state.current_player, size), action)
+    num_cells = size * size
+    x, o = pack(state.board == boards.STONE_X), pack(state.board == boards.STONE_O)
+    x_moves = state.current_player == 0
+    own, opponent = _select(x_moves, x, o), _select(x_moves, o, x)
+    # The placed disc's bit; none for the pass (cell N) or any action off the board.
+    placed = tuple(
+        jnp.where((action >= start) & (action < min(start + _WORD_BITS, num_cells)),
+                  jnp.uint32(1) << (action - start).astype(jnp.uint32), jnp.uint32(0))
+        for start in range(0, num_cells, _WORD_BITS)
+    )
+    found = _flip_bits(placed, own, opponent, size)  # [2]
+    flips = _or(tuple(w[0] for w in found), _mirror(tuple(w[1] for w in found), num_cells))
+    own = _or(_or(own, placed), flips)
+    opponent = tuple(w & ~f for w, f in zip(opponent, flips, strict=True))
+    changed = (jnp.arange(num_cells) == action) | _unmirrored(found, num_cells)
+    board = jnp.where(changed, (state.current_player + 1).astype(jnp.int8), state.board)
+    x, o = _select(x_moves, own, opponent), _select(x_moves, opponent, own)
+    return resolve_step(state, _state_of_bits(board, x, o, 1 - state.current_player, size), action)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -312,7 +413,7 @@ def make_othello(size: int = 8) -> Game:
         observation_shape=(size, size, 2),
         max_length=2 * (num_cells - 4),
         init=functools.partial(_init, size=size),
-        step=functools.partial(_step, size=size, rays=ray_table(size)),
+        step=functools.partial(_step, size=size),
         observe=lambda s: boards.stone_planes(s.board, s.current_player, size, size),
         render=functools.partial(_render, size=size),
         symmetries=board_symmetries(size, size, num_extra_actions=1),

@@ -7,6 +7,7 @@ Action = row * size + col (row 0, "1", at the top; column a on the left), then t
 
 from __future__ import annotations
 
+import copy
 import functools
 
 import hypothesis.strategies as st
@@ -123,6 +124,9 @@ class Othello(ReferenceGame):
 
     def board(self) -> list[int]:
         return [_CODE[self.squares[sq]] for sq in self.square_of]
+
+    def board_rows(self) -> list[str]:
+        return ["".join(cell or "." for cell in row) for row in self.grid()]
 
 
 class Othello6(Othello):
@@ -264,6 +268,61 @@ class TestOthello6(OthelloRulesTests):
     reference_class = Othello6
     num_games = 2000
     num_symmetric_games = 32
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Random positions rather than games: crowded boards, long runs along the edges and every mix of discs, which
+# random play from the start reaches rarely, each read from ASCII and then played on by every legal move.
+
+
+def random_position(rng: np.random.Generator, size: int) -> list[str]:
+    """Rows of a random board whose four centre cells are occupied (as on every board of a game)."""
+    empty_share, x_share = rng.uniform(0.0, 0.95) ** 2, rng.uniform(0.05, 0.95)  # many nearly full or one-sided
+    shares = [empty_share, (1 - empty_share) * x_share, (1 - empty_share) * (1 - x_share)]
+    grid = rng.choice(np.array(list(".XO")), (size, size), p=shares)
+    m = size // 2
+    grid[m - 1 : m + 1, m - 1 : m + 1] = rng.choice(np.array(list("XO")), (2, 2))
+    return ["".join(row) for row in grid]
+
+
+def status_line(ref: Othello) -> str:
+    """The status that `render` writes for the reference's position (see the module docstring of othello.py)."""
+    if ref.terminated:
+        num_x, num_o = ref.counts()
+        result = "X wins" if num_x > num_o else "O wins" if num_o > num_x else "draw"
+        return f"{result} {num_x}-{num_o} ({SYMBOLS[1 - ref.to_move]} moved last)"
+    return f"{SYMBOLS[ref.to_move]} to move" + ("" if ref.placements else " (must pass)")
+
+
+@pytest.mark.parametrize("reference_class", [Othello, Othello6], ids=["8x8", "6x6"])
+def test_random_positions_and_every_move_from_them_match_the_reference(reference_class: type[Othello]) -> None:
+    game = make("othello" if reference_class.size == 8 else "othello6")
+    rng = np.random.default_rng(0)
+    starts, actions, wanted = [], [], []
+    kinds = {"over": 0, "must pass": 0, "to move": 0}
+    for _ in range(250):
+        ref = reference_class(random_position(rng, reference_class.size), int(rng.integers(2)))
+        kinds["over" if ref.terminated else "to move" if ref.placements else "must pass"] += 1
+        state = game.from_ascii("\n".join(ref.board_rows()) + "\n" + status_line(ref))
+        assert_matches(state, ref)  # both players' placements, as from_ascii computes them on the host
+        for action in ref.legal_actions():
+            after = copy.deepcopy(ref)
+            rewards = after.play(action)
+            starts.append(state)
+            actions.append(action)
+            wanted.append((after, rewards))
+    assert min(kinds.values()) >= 1, kinds  # every kind of position was drawn
+    batch = jax.tree.map(lambda *fields: np.stack(fields), *starts)
+    stepped = jax.device_get(jax.jit(jax.vmap(game.step))(batch, np.asarray(actions, np.int32)))
+    masks = np.zeros((len(wanted), game.num_actions), bool)
+    for i, (after, _) in enumerate(wanted):
+        masks[i, after.legal_actions()] = True
+    np.testing.assert_array_equal(stepped.board, [after.board() for after, _ in wanted])
+    np.testing.assert_array_equal(stepped.legal_action_mask, masks)
+    np.testing.assert_array_equal(stepped.terminated, [after.terminated for after, _ in wanted])
+    np.testing.assert_array_equal(stepped.rewards, [rewards for _, rewards in wanted])
+    np.testing.assert_array_equal(stepped.current_player, [after.to_move for after, _ in wanted])
+    assert stepped.terminated.any() and (stepped.legal_action_mask[:, -1]).any()  # ends and forced passes
 
 
 # --------------------------------------------------------------------------------------------------------------

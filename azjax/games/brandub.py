@@ -104,7 +104,7 @@ MAX_DISTANCE = SIZE - 1
 ACTIONS_PER_CELL = NUM_DIRECTIONS * MAX_DISTANCE  # 24
 NUM_ACTIONS = NUM_CELLS * ACTIONS_PER_CELL  # 1176
 EMPTY, ATTACKER, DEFENDER, MONARCH = 0, 1, 2, 3
-OFF_BOARD = 4  # the value of the sentinel cell NUM_CELLS that stands for "off the board"
+OFF_BOARD = 4  # what stands "off the board": the sentinel cell NUM_CELLS, and a plane shifted off it (`_shift`)
 ATTACKERS, DEFENDERS = 0, 1  # player ids
 CASTLE = (SIZE // 2) * SIZE + SIZE // 2  # d4, cell 24
 CORNERS = (0, SIZE - 1, NUM_CELLS - SIZE, NUM_CELLS - 1)
@@ -150,15 +150,75 @@ RAYS = _rays()
 IS_CORNER = _cell_flags(CORNERS)
 IS_CASTLE = _cell_flags((CASTLE,))
 IS_SPECIAL = IS_CORNER | IS_CASTLE  # only the monarch may stop here
-NEIGHBOURS = RAYS[:, :, 0]  # [49, 4] the four neighbours N E S W of each cell, NUM_CELLS off the board
 NEAR_CASTLE = _cell_flags((CASTLE, *(int(c) for c in RAYS[CASTLE, :, 0])))  # the castle and its 4 neighbours
-_PATH_IS_CASTLE = IS_CASTLE[RAYS]  # [49, 4, 6]
-_DESTINATION_IS_SPECIAL = IS_SPECIAL[RAYS]  # [49, 4, 6]
-_DESTINATION_IS_CORNER = IS_CORNER[RAYS]  # [49, 4, 6]
 # Zobrist keys: one random uint32 per (cell, piece), zero for an empty cell, and one for "defenders to move".
 _ZOBRIST = np.random.default_rng(0x7AF1).integers(1, 2**32, size=(NUM_CELLS, 4), dtype=np.uint32)
 _ZOBRIST[:, EMPTY] = 0
 _ZOBRIST_DEFENDERS_TO_MOVE = np.uint32(0x9E3779B9)
+
+
+def _grid(flags: np.ndarray) -> np.ndarray:
+    """bool [7, 7]: the on-board part of cell flags [50]."""
+    return flags[:NUM_CELLS].reshape(SIZE, SIZE)
+
+
+def _shifted(grid: np.ndarray, dr: int, dc: int) -> np.ndarray:
+    """`_shift` of a numpy bool plane [7, 7], False off the board."""
+    padded = np.pad(grid, MAX_DISTANCE)
+    return padded[MAX_DISTANCE + dr:MAX_DISTANCE + dr + SIZE, MAX_DISTANCE + dc:MAX_DISTANCE + dc + SIZE]
+
+
+def _neighbour_planes(grid: np.ndarray) -> np.ndarray:
+    """bool [4, 7, 7]: whether each cell's neighbour N, E, S, W is flagged in `grid` [7, 7]."""
+    return np.stack([_shifted(grid, dr, dc) for dr, dc in DIRECTION_STEPS])
+
+
+# Moves are tested on bit masks of lines, one uint32 a row and one a column, of four bytes: the empty squares, the
+# mover's pieces, the mover's monarch and the squares open to pawns (not the castle unless `castle_passable`); in a
+# row, bit c of a byte is the square in column c, in a column bit r the square in row r. An action's window
+# (`_windows`) holds the bits its move needs: its piece on its square (the monarch where no pawn may make the move)
+# and every square it passes or lands on empty. Bit 7 stands for no square, so a window holding it (the move
+# leaves the board, or lands where no piece may stop) fails on every board.
+_EMPTY_BYTE, _PIECE_BYTE, _MONARCH_BYTE, _OPEN_BYTE = 0, 8, 16, 24  # bit offsets
+_NO_SQUARE = 1 << SIZE
+_LINE = np.uint32(2**SIZE - 1)  # the squares of one byte
+_ALONG_ROWS = np.repeat(np.asarray([False, True, False, True]), MAX_DISTANCE)  # [24]: E, W; N and S: columns
+
+
+@functools.cache
+def _windows(castle_passable: bool, monarch_enters_castle: bool) -> np.ndarray:
+    """uint32 [1176]: each action's window (see above) under the two rule options."""
+    windows = np.zeros(NUM_ACTIONS, np.uint32)
+    for action in range(NUM_ACTIONS):
+        source, rest = divmod(action, ACTIONS_PER_CELL)
+        direction, distance_index = divmod(rest, MAX_DISTANCE)
+        path = RAYS[source, direction, :distance_index + 1]
+        position = (lambda cell: int(cell) % SIZE) if _ALONG_ROWS[rest] else (lambda cell: int(cell) // SIZE)
+        if path[-1] == NUM_CELLS or (IS_CASTLE[path[-1]] and not monarch_enters_castle):
+            windows[action] = _NO_SQUARE
+            continue
+        monarch_only = IS_SPECIAL[path[-1]] or (not castle_passable and bool(IS_CASTLE[path[:-1]].any()))
+        bits = 1 << ((_MONARCH_BYTE if monarch_only else _PIECE_BYTE) + position(source))
+        for cell in path:
+            bits |= 1 << (_EMPTY_BYTE + position(cell))
+        windows[action] = bits
+    windows.flags.writeable = False
+    return windows
+
+
+def _line_masks(grid: np.ndarray) -> np.ndarray:
+    """uint32 [rows | columns, 7]: a bool plane [7, 7] as the bit masks of its rows and of its columns."""
+    bits = (1 << np.arange(SIZE)).astype(np.uint32)
+    return np.stack([(grid * bits).sum(1), (grid * bits[:, None]).sum(0)]).astype(np.uint32)
+
+
+_CORNER_GRID = _grid(IS_CORNER)
+_CASTLE_GRID = _grid(IS_CASTLE)
+_NEAR_CASTLE_GRID = _grid(NEAR_CASTLE)
+_PAWN_STOPS = _line_masks(~_grid(IS_SPECIAL))  # [2, 7] only the monarch may stop on the castle and the corners
+_MONARCH_STOPS = {enters: _line_masks(~_CASTLE_GRID | enters) for enters in (True, False)}  # monarch_enters_castle
+_NEXT_CORNER = _neighbour_planes(_CORNER_GRID)  # [4, 7, 7] the neighbour in each direction is a corner
+_NEXT_CASTLE = _neighbour_planes(_CASTLE_GRID)  # [4, 7, 7] the neighbour in each direction is the castle
 
 
 @dataclasses.dataclass(frozen=True)
@@ -207,6 +267,66 @@ class BrandubState(State):
 
 # --------------------------------------------------------------------------------------------------------------
 # The rules, on one (unbatched) board.
+#
+# Moves are tested on bit masks of the board's rows and columns (`_lines`, `_windows`): one integer test an
+# action, with no gathers. The captures look at the few squares beside the destination (small gathers); the
+# checks of every piece on the board (`_flanked`) use the board's [7, 7] plane shifted (`_shift`).
+
+
+def _shift(grid: jax.Array, dr: int, dc: int, fill: int | bool) -> jax.Array:
+    """[7, 7]: at (r, c), grid[r + dr, c + dc] of `grid` [7, 7], or `fill` where that cell is off the board."""
+    return jax.lax.pad(grid, jnp.asarray(fill, grid.dtype), ((-dr, dr, 0), (-dc, dc, 0)))
+
+
+def _lines(board: jax.Array, player: jax.Array, rules: BrandubRules) -> tuple[jax.Array, jax.Array]:
+    """uint32 [7] twice: the rows and the columns of `board` (int8 [49]) as bit masks (see above) for `player`."""
+    grid = board.reshape(SIZE, SIZE)
+    empty = grid == EMPTY
+    open_to_pawns = empty if rules.castle_passable else empty & ~_CASTLE_GRID
+    monarch = (grid == MONARCH) & (player == DEFENDERS)
+    pieces = (grid == jnp.where(player == ATTACKERS, ATTACKER, DEFENDER).astype(grid.dtype)) | monarch
+    # Each square's bits, at position 0 of each byte; shifted to its place in its row and in its column.
+    bits = (empty.astype(jnp.uint32) << _EMPTY_BYTE) | (pieces.astype(jnp.uint32) << _PIECE_BYTE) \
+        | (monarch.astype(jnp.uint32) << _MONARCH_BYTE) | (open_to_pawns.astype(jnp.uint32) << _OPEN_BYTE)
+    square = np.arange(SIZE, dtype=np.uint32)
+    rows = (bits << square).sum(-1, dtype=jnp.uint32)  # the bits are disjoint: a sum is an or
+    columns = (bits << square[:, None]).sum(-2, dtype=jnp.uint32)
+    return rows, columns
+
+
+def _moves(lines: tuple[jax.Array, jax.Array], rules: BrandubRules) -> jax.Array:
+    """bool [1176]: the legal action mask on the rows and columns `lines` of `_lines`."""
+    rows, columns = lines
+    shape = (SIZE, SIZE, ACTIONS_PER_CELL)
+    # Flat [1176] operands, not [7, 7, 24]: XLA's CPU loops run several times faster over them.
+    line = jnp.where(np.broadcast_to(_ALONG_ROWS, shape).ravel(), jnp.broadcast_to(rows[:, None, None], shape).ravel(),
+                     jnp.broadcast_to(columns[None, :, None], shape).ravel())
+    window = _windows(rules.castle_passable, rules.monarch_enters_castle)
+    return (line & window) == window
+
+
+def _can_move(lines: tuple[jax.Array, jax.Array], rules: BrandubRules) -> jax.Array:
+    """bool []: whether the side of `lines` (`_lines`) has a legal move. It has one if it has one of distance 1
+    or 2: a piece kept from stopping on its first square (the castle, the only such square between two others)
+    passes it onto the square beyond, where any piece may stop."""
+    both = jnp.stack(lines)  # [rows | columns, 7]
+    empty, monarch = (both >> _EMPTY_BYTE) & _LINE, (both >> _MONARCH_BYTE) & _LINE
+    pawns, open_to_pawns = ((both >> _PIECE_BYTE) & _LINE) & ~monarch, (both >> _OPEN_BYTE) & _LINE
+    monarch_stops = _MONARCH_STOPS[rules.monarch_enters_castle]
+    found = jnp.zeros_like(both)
+    for up in (True, False):  # towards the higher bits (N, W) or the lower (S, E)
+        def ahead(line, distance, up=up):
+            return (line << distance) & _LINE if up else line >> distance
+        first = ahead(open_to_pawns, 1)
+        found |= pawns & ((first & ahead(_PAWN_STOPS, 1)) | (first & ahead(open_to_pawns, 2) & ahead(_PAWN_STOPS, 2)))
+        first = ahead(empty, 1)
+        found |= monarch & ((first & ahead(monarch_stops, 1)) | (first & ahead(empty, 2) & ahead(monarch_stops, 2)))
+    return jnp.any(found != 0)
+
+
+def legal_moves(board: jax.Array, player: jax.Array, rules: BrandubRules) -> jax.Array:
+    """bool [1176]: the moves of `player` (int32 []) on `board` (int8 [49]), by the encoding of the docstring."""
+    return _moves(_lines(board, player, rules), rules)
 
 
 def _extend(board: jax.Array) -> jax.Array:
@@ -214,21 +334,10 @@ def _extend(board: jax.Array) -> jax.Array:
     return jnp.concatenate([board, jnp.full((1,), OFF_BOARD, board.dtype)])
 
 
-def legal_moves(board: jax.Array, player: jax.Array, rules: BrandubRules) -> jax.Array:
-    """bool [1176]: the moves of `player` (int32 []) on `board` (int8 [49]), by the encoding of the docstring."""
-    path = _extend(board)[RAYS]  # [49, 4, 6], what lies on each step of each ray
-    is_monarch = (board == MONARCH)[:, None, None]
-    blocks_pawn = path != EMPTY
-    if not rules.castle_passable:
-        blocks_pawn = blocks_pawn | _PATH_IS_CASTLE
-    blocked = jnp.where(is_monarch, path != EMPTY, blocks_pawn)
-    clear = jnp.cumsum(blocked, axis=-1) == 0  # every square up to and including the destination is open
-    if rules.monarch_enters_castle:
-        allowed = ~_DESTINATION_IS_SPECIAL | is_monarch
-    else:
-        allowed = ~_DESTINATION_IS_SPECIAL | (is_monarch & _DESTINATION_IS_CORNER)
-    own = jnp.where(player == ATTACKERS, board == ATTACKER, (board == DEFENDER) | (board == MONARCH))
-    return (own[:, None, None] & clear & allowed).reshape(NUM_ACTIONS)
+def _remove(board: jax.Array, cells: jax.Array, removed: jax.Array) -> jax.Array:
+    """The board (int8 [49]) with the pieces on `cells` (int32 [n]) emptied where `removed` (bool [n])."""
+    hit = (cells[:, None] == np.arange(NUM_CELLS)) & removed[:, None]
+    return jnp.where(jnp.any(hit, axis=0), jnp.int8(EMPTY), board)
 
 
 def _capture_pawns(board: jax.Array, destination: jax.Array, piece: jax.Array, mover: jax.Array,
@@ -246,8 +355,7 @@ def _capture_pawns(board: jax.Array, destination: jax.Array, piece: jax.Array, m
         friend = jnp.where(mover == ATTACKERS, anvil == ATTACKER, anvil == DEFENDER)
         can_capture = piece != MONARCH
     hostile = jnp.asarray(IS_CORNER)[beyond] | (jnp.asarray(IS_CASTLE)[beyond] & (anvil == EMPTY))
-    captured = (victim == enemy) & (friend | hostile) & can_capture
-    return board.at[jnp.where(captured, neighbours, NUM_CELLS)].set(EMPTY, mode="drop")
+    return _remove(board, neighbours, (victim == enemy) & (friend | hostile) & can_capture)
 
 
 def _monarch_captured(board: jax.Array, destination: jax.Array, rules: BrandubRules) -> jax.Array:
@@ -276,22 +384,33 @@ def _monarch_captured(board: jax.Array, destination: jax.Array, rules: BrandubRu
 def _flanked(board: jax.Array, rules: BrandubRules) -> jax.Array:
     """bool [49]: the pieces on `board` (int8 [49]) that stand flanked, as `capture` other than "active" removes
     them: a pawn with hostile neighbours on opposite sides, the monarch as `monarch_capture` says."""
-    side = _extend(board)[NEIGHBOURS]  # [49, 4], what stands N E S W of each cell
-    terrain = jnp.asarray(IS_CORNER)[NEIGHBOURS] | (jnp.asarray(IS_CASTLE)[NEIGHBOURS] & (side == EMPTY))
-    enemy = ((side == DEFENDER) | (side == MONARCH)) if rules.king_armed else (side == DEFENDER)
-    # Exclusive: the monarch on its corner (the move that escapes) is no anvil, as the source document counts it
-    # and the corner as two hostile things, which are not one. Nothing else stands on the castle or a corner.
-    against_attacker = enemy ^ terrain
-    hostile = jnp.where((board == ATTACKER)[:, None], against_attacker, (side == ATTACKER) | terrain)
-    by_two = (hostile[:, 0] & hostile[:, 2]) | (hostile[:, 1] & hostile[:, 3])
-    by_four = jnp.all(hostile, axis=1)
+    grid = board.reshape(SIZE, SIZE)
+    hostile = []  # [4] of [7, 7]: the neighbour in each direction N E S W is hostile to the cell's piece
+    for direction, (dr, dc) in enumerate(DIRECTION_STEPS):
+        side = _shift(grid, dr, dc, OFF_BOARD)  # what stands there
+        terrain = _NEXT_CORNER[direction] | (_NEXT_CASTLE[direction] & (side == EMPTY))
+        enemy = ((side == DEFENDER) | (side == MONARCH)) if rules.king_armed else (side == DEFENDER)
+        # Exclusive: the monarch on its corner (the move that escapes) is no anvil, as the source document counts
+        # it and the corner as two hostile things, which are not one. Nothing else stands on the castle or a corner.
+        against_attacker = enemy ^ terrain
+        hostile.append(jnp.where(grid == ATTACKER, against_attacker, (side == ATTACKER) | terrain))
+    by_two = (hostile[0] & hostile[2]) | (hostile[1] & hostile[3])
+    by_four = hostile[0] & hostile[1] & hostile[2] & hostile[3]
     if rules.monarch_capture == "two":
         monarch = by_two
     elif rules.monarch_capture == "four":
         monarch = by_four
     else:
-        monarch = jnp.where(jnp.asarray(NEAR_CASTLE[:NUM_CELLS]), by_four, by_two)
-    return jnp.where(board == MONARCH, monarch, by_two) & (board != EMPTY)
+        monarch = jnp.where(_NEAR_CASTLE_GRID, by_four, by_two)
+    return (jnp.where(grid == MONARCH, monarch, by_two) & (grid != EMPTY)).reshape(NUM_CELLS)
+
+
+def _beside(destination: jax.Array) -> jax.Array:
+    """bool [49]: the four neighbours of the cell `destination` (bool [7, 7], one-hot)."""
+    near = jnp.zeros((SIZE, SIZE), bool)
+    for dr, dc in DIRECTION_STEPS:
+        near = near | _shift(destination, dr, dc, False)
+    return near.reshape(NUM_CELLS)
 
 
 def _capture(board: jax.Array, destination: jax.Array, piece: jax.Array, mover: jax.Array,
@@ -302,8 +421,8 @@ def _capture(board: jax.Array, destination: jax.Array, piece: jax.Array, mover: 
     moved_taken = (jnp.arange(NUM_CELLS) == destination) & _flanked(board, rules)  # [49], at most the moved piece
     if rules.capture == "neighbours":
         board = jnp.where(moved_taken, jnp.int8(EMPTY), board)
-        beside = jnp.zeros(NUM_CELLS + 1, bool).at[jnp.asarray(NEIGHBOURS)[destination]].set(True)[:NUM_CELLS]
-        return jnp.where(beside & _flanked(board, rules), jnp.int8(EMPTY), board)
+        beside = jnp.asarray(RAYS)[destination, :, 0]  # [4]
+        return _remove(board, beside, _flanked(board, rules)[jnp.minimum(beside, NUM_CELLS - 1)])
     after = _capture_pawns(board, destination, piece, mover, rules)
     monarch_captured = (mover == ATTACKERS) & _monarch_captured(after, destination, rules)
     after = jnp.where(monarch_captured & (after == MONARCH), jnp.int8(EMPTY), after)
@@ -314,7 +433,8 @@ def _capture(board: jax.Array, destination: jax.Array, piece: jax.Array, mover: 
 
 def position_hash(board: jax.Array, player: jax.Array) -> jax.Array:
     """uint32 []: the Zobrist hash of a position (board int8 [49] and the player to move)."""
-    keys = jnp.asarray(_ZOBRIST)[jnp.arange(NUM_CELLS), board.astype(jnp.int32)]
+    keys = jnp.where(board == ATTACKER, _ZOBRIST[:, ATTACKER], jnp.where(
+        board == DEFENDER, _ZOBRIST[:, DEFENDER], jnp.where(board == MONARCH, _ZOBRIST[:, MONARCH], np.uint32(0))))
     board_hash = jax.lax.reduce(keys, np.uint32(0), jax.lax.bitwise_xor, (0,))
     return board_hash ^ jnp.where(player == DEFENDERS, _ZOBRIST_DEFENDERS_TO_MOVE, np.uint32(0))
 
@@ -342,19 +462,28 @@ def _init(key: jax.Array, *, rules: BrandubRules) -> BrandubState:
     return _state_of(jnp.asarray(_parse_cells(START), jnp.int8), jnp.int32(ATTACKERS), jnp.int32(0), rules)
 
 
+def _move(board: jax.Array, action: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """The board (int8 [49]) after the piece of `action` (int32, in range) moves, without captures; the
+    destination (int32 []) and the piece moved (int8 [])."""
+    source = action // ACTIONS_PER_CELL
+    destination = jnp.minimum(jnp.asarray(RAYS).reshape(NUM_ACTIONS)[action], NUM_CELLS - 1)
+    piece = board[source]
+    cells = np.arange(NUM_CELLS)
+    moved = jnp.where(cells == destination, piece, jnp.where(cells == source, jnp.int8(EMPTY), board))
+    return moved, destination, piece
+
+
 def _play(state: BrandubState, action: jax.Array, rules: BrandubRules) -> BrandubState:
     """The raw transition of a legal `action` (int32 in range): move, captures, then the game's end."""
     mover = state.current_player
-    source = action // ACTIONS_PER_CELL
-    destination = jnp.minimum(jnp.asarray(RAYS).reshape(NUM_ACTIONS)[action], NUM_CELLS - 1)
-    piece = state.board[source]
-    moved = state.board.at[source].set(EMPTY).at[destination].set(piece)
+    moved, destination, piece = _move(state.board, action)
     board = _capture(moved, destination, piece, mover, rules)
     monarch_captured = jnp.any(moved == MONARCH) & ~jnp.any(board == MONARCH)
     escaped = (piece == MONARCH) & jnp.asarray(IS_CORNER)[destination]
     player = 1 - mover
-    legal = legal_moves(board, player, rules)
-    stuck = ~jnp.any(legal)
+    lines = _lines(board, player, rules)
+    legal = _moves(lines, rules)
+    stuck = ~_can_move(lines, rules)
     won = monarch_captured | escaped | (stuck & (rules.stalemate == "loses"))
     winner = jnp.where(monarch_captured, ATTACKERS, jnp.where(escaped, DEFENDERS, mover))  # a stuck side loses
     move_count = state.move_count + 1

@@ -20,7 +20,7 @@ import rules_harness as harness
 from flax import struct
 
 from azjax.games import BrandubState, Game, check_game, make
-from azjax.games.brandub import DOCUMENT_RULES
+from azjax.games.brandub import DOCUMENT_RULES, BrandubRules, legal_moves
 
 # ==============================================================================================================
 # The reference: plain Python, no azjax.
@@ -455,6 +455,53 @@ def test_symmetric_games_give_transformed_observations_and_masks(default_games: 
         assert np.array_equal(mask[:, mapped], sym.apply_to_actions(mask[:, :n])), sym.name
         for name in ("terminated", "rewards", "current_player", "scalar_planes"):
             assert np.array_equal(getattr(rollout, name)[:, mapped], getattr(rollout, name)[:, :n]), (sym.name, name)
+
+
+NUM_RANDOM_BOARDS = 3000
+
+
+def random_boards(seed: int, num_boards: int) -> tuple[np.ndarray, np.ndarray]:
+    """int8 [N, 49] boards of up to 8 attackers, 4 defenders and the monarch (pawns off the castle and corners, the
+    monarch anywhere, crowded or sparse), and the side to move int32 [N]."""
+    rng = np.random.default_rng(seed)
+    special = {0, 6, 24, 42, 48}
+    boards = np.zeros((num_boards, 49), np.int8)
+    for board in boards:
+        squares = rng.permutation([c for c in range(49) if c not in special])
+        num_attackers, num_defenders = rng.integers(0, 9), rng.integers(0, 5)
+        board[squares[:num_attackers]] = 1
+        board[squares[num_attackers:num_attackers + num_defenders]] = 2
+        if rng.random() < 0.9:
+            free = np.flatnonzero(board == 0)
+            board[rng.choice(free)] = 3
+    return boards, rng.integers(0, 2, num_boards).astype(np.int32)
+
+
+def reference_mask(board: np.ndarray, player: int, *, castle_passable: bool, monarch_enters_castle: bool) -> np.ndarray:
+    pieces = {(cell % SIZE, SIZE - 1 - cell // SIZE): "ADK"[code - 1] for cell, code in enumerate(board) if code}
+    ref = Reference(pieces, to_move=player, castle_passable=castle_passable)
+    mask = np.zeros(NUM_ACTIONS, bool)
+    for action in ref.legal_actions():
+        (file, rank), direction, distance = decode(action)
+        target = (file + distance * STEPS[direction][0], rank + distance * STEPS[direction][1])
+        mask[action] = monarch_enters_castle or target != CASTLE  # else the castle is no piece's destination
+    return mask
+
+
+@pytest.mark.parametrize("castle_passable", [True, False])
+@pytest.mark.parametrize("monarch_enters_castle", [True, False])
+def test_legal_moves_on_random_boards(castle_passable: bool, monarch_enters_castle: bool) -> None:
+    # Random boards reach what random play rarely does (crowded lines, pieces beside the corners and the castle).
+    rules = BrandubRules(castle_passable=castle_passable, monarch_enters_castle=monarch_enters_castle)
+    boards, players = random_boards(seed=int(castle_passable) + 2 * int(monarch_enters_castle),
+                                    num_boards=NUM_RANDOM_BOARDS)
+    masks = np.asarray(jax.jit(jax.vmap(functools.partial(legal_moves, rules=rules)))(boards, players))
+    for board, player, mask in zip(boards, players, masks, strict=True):
+        wanted = reference_mask(board, int(player), castle_passable=castle_passable,
+                                monarch_enters_castle=monarch_enters_castle)
+        assert np.array_equal(mask, wanted), (
+            f"player {player}, azjax only {np.flatnonzero(mask & ~wanted).tolist()}, reference only "
+            f"{np.flatnonzero(wanted & ~mask).tolist()} on\n{board.reshape(SIZE, SIZE)}")
 
 
 # ==============================================================================================================

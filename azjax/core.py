@@ -10,6 +10,7 @@ hyperparameters, shapes on every argument), pure and un-jitted, with no config o
     train_state, metrics = core.sgd_step(train_state, batch, loss_fn=..., optimizer=optax.adam(schedule))
     played = core.play_match(key, states, game=game, agent_a=agent_fn, agent_b=core.random_agent)  # N games
     score = jnp.mean((played.outcome + 1) / 2)  # agent A's score against random: the evaluation of an agent
+    episodes = core.play_episodes(key, states, game=puzzle, agent=agent_fn)  # a one-player game's: mean return
 
 An agent is an `AgentFn`, (key, states [B]) -> actions [B], or a `Bot` (a name, an `analyse` that says what it
 thinks, and optionally a `Memory` kept from move to move); `play_match` plays two of them over N games in pairs,
@@ -21,11 +22,14 @@ hyperparameters. Importing this module loads jax, flax, optax and mctx, and none
 trainer or the CLI.
 
 Every value is for the player to move at its position: the network's value, a search's root and move values, a
-position's value target. Rewards are per player id ([..., 2]).
+position's value target. Rewards are per player id ([..., 2]). A one-player game (`Game.num_players == 1`) pays
+player 0 on any step; values are then returns in the game's units (its `return_bounds`), which
+`value_to_return` / `return_to_value` map from and into the network's [-1, 1].
 """
 
 from azjax.bots import AgentFn, Analysis, Bot, Memory, onestep_bot, random_agent, random_bot
-from azjax.games import Game, State, check_game
+from azjax.episodes import Episodes, play_episodes
+from azjax.games import Game, State, check_game, return_to_value, value_to_return
 from azjax.games import make as make_game
 from azjax.learning import LossFn, TrainState, compute_loss, init_train_state, policy_cross_entropy, sgd_step
 from azjax.matches import Games, play_match
@@ -60,6 +64,7 @@ __all__ = [
     "ApplyFn",
     "Batch",
     "Bot",
+    "Episodes",
     "Game",
     "Games",
     "KeptTree",
@@ -91,10 +96,12 @@ __all__ = [
     "new_games",
     "nodes_per_tree",
     "onestep_bot",
+    "play_episodes",
     "play_match",
     "policy_cross_entropy",
     "random_agent",
     "random_bot",
+    "return_to_value",
     "run_search",
     "run_selfplay",
     "sample",
@@ -102,4 +109,5 @@ __all__ = [
     "settle",
     "sgd_step",
     "store_positions",
+    "value_to_return",
 ]

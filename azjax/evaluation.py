@@ -12,14 +12,16 @@ from __future__ import annotations
 import functools
 import operator
 import time
+import typing
 from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
-from azjax import arena, games, memory, parallel
+from azjax import arena, episodes, games, memory, parallel
 from azjax import solver as solver_lib
 from azjax.agent import make_agent
 from azjax.agent_specs import make_bot
@@ -38,8 +40,10 @@ __all__ = [
     "AgentFn",
     "Evaluator",
     "default_opponents",
+    "episode_starts",
     "head_to_head",
     "judge_bot",
+    "judge_episodes",
     "make_evaluator",
     "random_agent",
     "solver_report",
@@ -133,8 +137,11 @@ UCT_MAX_LENGTH = 100
 def default_opponents(game: Game | str) -> tuple[str, ...]:
     """The baselines a run of `game` (a game or its name) is measured against while it trains (agent specs, see
     `agent_specs.make_bot`): random and one-ply tactics; UCT with 100 simulations for games shorter than
-    `UCT_MAX_LENGTH` moves (not Brandub, Gomoku 15x15 or Othello 8x8); the perfect player for tic-tac-toe."""
+    `UCT_MAX_LENGTH` moves (not Brandub, Gomoku 15x15 or Othello 8x8); the perfect player for tic-tac-toe. A
+    one-player game's baseline is the random player, whose mean return the run's is set beside."""
     game = games.make(game) if isinstance(game, str) else game
+    if game.num_players == 1:
+        return ("random",)
     opponents: tuple[str, ...] = ("random", "onestep")
     if game.max_length < UCT_MAX_LENGTH:
         opponents += ("mcts:100",)
@@ -207,6 +214,9 @@ def make_evaluator(
     """
     game = config.make_game()
     specs = tuple(opponents) if opponents is not None else default_opponents(game)
+    if game.num_players == 1:
+        return _episode_evaluator(config, game, specs, num_games=num_games, num_simulations=num_simulations,
+                                  network=network)
     _refuse_connect_four_perfect(game, specs)
     solution = solver_lib.solve(game) if "perfect" in specs else None
     bots = tuple(make_bot(spec, game, solution=solution) for spec in specs)
@@ -224,6 +234,100 @@ def make_evaluator(
         _judge_positions, judge=jax.jit(functools.partial(_network_on_positions, config, network)),
         labelled=labelled, states=parallel.replicate(labelled.states, mesh))
     return functools.partial(_run_evaluation, mesh=mesh, matches=matches, positions=positions)
+
+
+def _episode_evaluator(config: Config, game: Game, specs: Sequence[str], *, num_games: int,
+                       num_simulations: int | None, network) -> Evaluator:
+    """`make_evaluator` for a one-player game: the run's agent and each baseline play the same `num_games` starts
+    to their ends (the yardstick's starts where the game has one, else the game's own); "eval/return" (also
+    "eval/score") is the agent's mean return, "eval/return_stderr" its standard error, "eval/return/<baseline>"
+    each baseline's; where the game has exact solutions (`yardstick`), the agent's share solved and solved in the
+    fewest moves ("eval/solved", "eval/solved_optimally", "eval/excess_moves")."""
+    unknown = [spec for spec in specs if spec != "random"]
+    if unknown:
+        raise ValueError(f"{game.name} is a one-player game: its evaluation sets the run's agent beside the random "
+                         f"player; {', '.join(unknown)} cannot play it (leave --eval-opponents out)")
+    evaluate = jax.jit(functools.partial(_evaluate_episodes, config=config, game=game, specs=tuple(specs),
+                                         num_games=num_games, num_simulations=num_simulations, network=network))
+    exact = yardstick(game)
+
+    def run(key: jax.Array, variables: dict) -> dict[str, float]:
+        scores, starts, played = jax.device_get(evaluate(key, variables))
+        result = {name: float(value) for name, value in scores.items()}
+        if exact is not None:
+            result.update({f"eval/{name}": value for name, value in exact.judge(starts, played).items()})
+        return result
+
+    return run
+
+
+class Yardstick(NamedTuple):
+    """An exact judge of a one-player game's episodes: the starts it judges from and how."""
+
+    starts: Callable[[jax.Array, int], State]  # (key, N) -> N start states
+    judge: Callable[[State, Any], dict[str, float]]  # (starts [N], episodes.Episodes) -> metrics, on the host
+
+
+def yardstick(game: Game) -> Yardstick | None:
+    """The exact judge of a one-player game where azjax has one (the sliding puzzle up to 3 x 3: uniformly random
+    solvable starts, judged by `azjax.solver.sliding_puzzle.judge`), else None."""
+    if not game.name.startswith("sliding_puzzle"):
+        return None
+    from azjax.games.sliding_puzzle import SlidingPuzzleState, is_solved, make_sliding_puzzle
+    from azjax.solver import sliding_puzzle
+
+    size = game.observation_shape[0]
+    if size > sliding_puzzle.MAX_EXACT_SIZE:
+        return None
+    uniform = make_sliding_puzzle(size, game.max_length, uniform_share=1.0)
+    return Yardstick(
+        starts=lambda key, count: jax.vmap(uniform.init)(jax.random.split(key, count)),
+        judge=lambda starts, played: sliding_puzzle.judge(
+            np.asarray(typing.cast(SlidingPuzzleState, starts).board), np.asarray(is_solved(played.final)),
+            np.asarray(played.length), size))
+
+
+def episode_starts(key: jax.Array, game: Game, num_episodes: int) -> State:
+    """The starts a one-player game's agents are judged from: its yardstick's where it has one (the sliding puzzle's
+    uniformly random solvable boards), else the game's own `init`."""
+    exact = yardstick(game)
+    if exact is not None:
+        return exact.starts(key, num_episodes)
+    return jax.vmap(game.init)(jax.random.split(key, num_episodes))
+
+
+def judge_episodes(key: jax.Array, game: Game, bot: Bot, num_episodes: int) -> dict[str, float]:
+    """A bot's episodes of a one-player game from `episode_starts`: "return" (the mean), "return_low" and
+    "return_high" (its 95% normal interval), "length" (mean moves), and the yardstick's metrics where the game
+    has one ("solved", "solved_optimally", "excess_moves")."""
+    start_key, play_key = jax.random.split(key)
+    starts = episode_starts(start_key, game, num_episodes)
+    played = jax.device_get(jax.jit(functools.partial(episodes.play_episodes, game=game, agent=bot))(play_key,
+                                                                                                     starts))
+    returns = np.asarray(played.returns, np.float64)
+    half = 1.96 * returns.std(ddof=1) / np.sqrt(len(returns)) if len(returns) > 1 else float("nan")
+    result = {"return": float(returns.mean()), "return_low": float(returns.mean() - half),
+              "return_high": float(returns.mean() + half), "length": float(np.mean(played.length))}
+    exact = yardstick(game)
+    if exact is not None:
+        result.update(exact.judge(jax.device_get(starts), played))
+    return result
+
+
+def _evaluate_episodes(key: jax.Array, variables: dict, *, config: Config, game: Game, specs: tuple[str, ...],
+                       num_games: int, num_simulations: int | None, network) -> tuple[dict, State, Any]:
+    init_key, agent_key, baseline_key = jax.random.split(key, 3)
+    starts = episode_starts(init_key, game, num_games)
+    agent = make_agent(config, variables, network)
+    player = alphazero_bot(agent, num_simulations=num_simulations, reuse_tree=False)
+    played = episodes.play_episodes(agent_key, starts, game=game, agent=player)
+    scores = {"eval/return": jnp.mean(played.returns),
+              "eval/return_stderr": jnp.std(played.returns) / jnp.sqrt(num_games)}
+    scores["eval/score"] = scores["eval/return"]
+    for spec, spec_key in zip(specs, jax.random.split(baseline_key, len(specs)), strict=True):
+        baseline = episodes.play_episodes(spec_key, starts, game=game, agent=make_bot(spec, game))
+        scores[f"eval/return/{spec}"] = jnp.mean(baseline.returns)
+    return scores, starts, played
 
 
 def _refuse_connect_four_perfect(game: Game, specs: Sequence[str]) -> None:

@@ -18,6 +18,7 @@ from flax import linen as nn
 from flax import struct
 
 from azjax import replay
+from azjax.games import return_to_value
 from azjax.networks import init_variables, value_head_of
 
 LossFn = Callable[[dict, dict, replay.Batch], tuple[jax.Array, tuple[dict, dict]]]
@@ -79,6 +80,7 @@ def compute_loss(
     weight_decay: float = 0.0,
     reply_policy_weight: float = 0.0,
     value_target_mix: float = 0.0,
+    return_bounds: tuple[float, float] = (-1.0, 1.0),
 ) -> tuple[jax.Array, tuple[dict, dict]]:
     """The AlphaZero loss on a batch [N]: policy cross-entropy + `value_loss_weight` x value MSE + `weight_decay` x
     the L2 norm of the kernels (leave it 0 with an optimizer that decays weights itself, such as adamw).
@@ -91,6 +93,9 @@ def compute_loss(
     fast search's (playout-cap randomisation) is all zeros and counts for nothing, as does the reply target of a
     game's last move.
 
+    Value targets are returns in the game's units; `return_bounds` (`Game.return_bounds`) maps them into the
+    network's [-1, 1] (`games.return_to_value`) before the MSE, which is then in the network's units.
+
     Returns the total loss and (metrics, updated batch-norm statistics: {} for a network without batch norm).
     """
     reply = reply_policy_weight > 0
@@ -100,7 +105,7 @@ def compute_loss(
         mutable=["batch_stats", "intermediates"] if reply or wdl else ["batch_stats"],
     )
     policy_loss = policy_cross_entropy(logits, batch.policy_target)
-    value_loss = jnp.mean(jnp.square(value - batch.value_target))
+    value_loss = jnp.mean(jnp.square(value - return_to_value(return_bounds, batch.value_target)))
     value_term = value_loss
     kernel_leaves = jax.tree.leaves(jax.tree.map(lambda x, is_kernel: x if is_kernel else None, params,
                                                  kernels(params)))

@@ -35,7 +35,8 @@ class GameRecord:
 
     moves: list[str]  # every move in the game's notation, in order
     human_player: int  # the person's player id (0 moves first)
-    outcome: float | None  # for the person: +1 won, 0 draw, -1 lost; None if they quit
+    outcome: float | None  # for the person: +1 won, 0 draw, -1 lost (a one-player game: the return); None if
+    #   they quit
     final_state: State
 
 
@@ -105,6 +106,51 @@ def play_game(
     output_fn(game.render(state))
     output_fn("You win!" if outcome > 0 else "The agent wins." if outcome < 0 else "Draw.")
     return GameRecord(moves, human_player, outcome, state)
+
+
+def play_alone(
+    game: Game,
+    bot: Bot | None = None,
+    *,
+    key: jax.Array | None = None,
+    input_fn: Callable[[str], str] | None = None,
+    output_fn: Callable[[str], None] | None = None,
+    num_candidates: int = 3,
+) -> GameRecord:
+    """A person plays a one-player game (a puzzle) through `input_fn` / `output_fn`, to its end or until they
+    quit; with a `bot`, its move, value (the return it expects from there) and candidate moves are shown as a hint
+    before each move. The record's outcome is the return (the rewards summed), None if they quit."""
+    if game.num_players != 1:
+        raise ValueError(f"{game.name} has {game.num_players} players: play it against an agent (play_game)")
+    key = jax.random.key(0) if key is None else key
+    input_fn = input_fn or _terminal_input
+    output_fn = output_fn or print
+    init_key, agent_key = jax.random.split(key)
+    step = jax.jit(game.step)
+    state, total = game.init(init_key), 0.0
+    moves: list[str] = []
+    helper = f", with hints from {bot.name}" if bot is not None else ""
+    output_fn(f"{game.name}, one player{helper}. Type a move such as {_example(game, state)!r}; 'help' lists the "
+              "legal moves, 'quit' stops.")
+    opponent = _Opponent(bot, state) if bot is not None else None
+    while not bool(state.terminated):
+        output_fn(game.render(state))
+        if bot is not None and opponent is not None:
+            analysis = opponent.analyse(jax.random.fold_in(agent_key, len(moves)), state)
+            output_fn("hint: " + describe_move(game, bot.name, analysis, show_analysis=True,
+                                               num_candidates=num_candidates))
+        action = read_move(game, state, input_fn, output_fn)
+        if action is None:
+            output_fn("You quit.")
+            return GameRecord(moves, 0, None, state)
+        moves.append(game.action_to_string(action))
+        state = step(state, action)
+        total += float(state.rewards[0])
+        if opponent is not None:
+            opponent.follow(action)
+    output_fn(game.render(state))
+    output_fn(f"Over after {len(moves)} moves: return {total:g}.")
+    return GameRecord(moves, 0, total, state)
 
 
 def _play_opening(key: jax.Array, game: Game, state: State, num_moves: int, step: Callable[[State, int], State]
@@ -217,7 +263,8 @@ def describe_move(
         return lines[0]
     value = float(analysis.value[0])
     lines.append(
-        f"  its value of the position: {value:+.2f} (+1 it wins, -1 it loses)"
+        (f"  its value of the position: {value:+.2f} (+1 it wins, -1 it loses)" if game.num_players == 2 else
+         f"  the return it expects from here: {value:+.2f} (returns lie in {game.return_bounds})")
         if math.isfinite(value)
         else "  its value of the position: no estimate"
     )

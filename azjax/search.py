@@ -8,10 +8,13 @@ without mctx).
 (AlphaZero, not MuZero): the tree's embeddings are game states, and the recurrent function steps the game.
 
 Sign conventions (mctx backs up `reward + discount * value`):
-* The network's value is for the player to move at a node.
+* The network's value is for the player to move at a node, in the game's units (`games.value_to_return`: its
+  `return_bounds`; a two-player game's outcome, in [-1, 1]).
 * The reward of an edge is what the player who moved *along that edge* received (`rewards[mover]`).
-* The discount is -1 between two non-terminal nodes: the child's value is for the opponent of the parent's mover,
-  so it flips sign. At a terminal child the discount and value are 0: only the final reward counts.
+* The discount is -1 between two non-terminal nodes of different players to move: the child's value is for the
+  opponent of the parent's mover, so it flips sign. Where the same player moves again (every move of a one-player
+  game) it is +1: the rewards add up along the line of play. At a terminal child the discount and value are 0:
+  only the reward of its edge counts.
 Hence every Q-value and root value in the output is from the point of view of the player to move at the root.
 The root value averages every simulation, also those that Gumbel's sequential halving or PUCT's exploration
 spent on poor moves; `action_value`, the Q-value of the move played, is what that move is worth.
@@ -39,7 +42,7 @@ import mctx
 from flax import struct
 
 from azjax import tree_reuse
-from azjax.games import Game, State
+from azjax.games import Game, State, value_to_return
 from azjax.networks import ApplyFn
 
 if TYPE_CHECKING:
@@ -70,10 +73,11 @@ def masked_logits(logits: jax.Array, legal_action_mask: jax.Array) -> jax.Array:
 
 
 def evaluate_states(apply_fn: ApplyFn, variables: dict, game: Game, states: State) -> tuple[jax.Array, jax.Array]:
-    """The network on a batch of states: masked logits [B, A] and the value [B] for each state's player to move."""
+    """The network on a batch of states: masked logits [B, A] and the value [B] for each state's player to move,
+    in the game's units (`games.value_to_return`: the network's [-1, 1] onto the game's `return_bounds`)."""
     observations = jax.vmap(game.observe)(states)
     logits, value = apply_fn(variables, observations)
-    return masked_logits(logits, states.legal_action_mask), value
+    return masked_logits(logits, states.legal_action_mask), value_to_return(game.return_bounds, value)
 
 
 def _recurrent_fn(
@@ -85,9 +89,10 @@ def _recurrent_fn(
     logits, value = evaluate_states(apply_fn, variables, game, next_states)
     reward = jnp.take_along_axis(next_states.rewards, mover[:, None], axis=1)[:, 0]
     terminal = next_states.terminated
+    same_player = next_states.current_player == mover
     output = mctx.RecurrentFnOutput(
         reward=reward,
-        discount=jnp.where(terminal, 0.0, -1.0),
+        discount=jnp.where(terminal, 0.0, jnp.where(same_player, 1.0, -1.0)),
         prior_logits=logits,
         value=jnp.where(terminal, 0.0, value),
     )

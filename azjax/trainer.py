@@ -301,6 +301,11 @@ class _Loop:
     stop_when_perfect: bool
     evaluations: _Evaluations
 
+    @functools.cached_property
+    def two_players(self) -> bool:
+        """The run's game is one of two players (else one: the progress bar shows game lengths, not draws)."""
+        return self.config.make_game().num_players == 2
+
     def run(self, iteration_fn: Callable[[RunState], tuple[RunState, dict]], run_state: RunState,
             writer) -> tuple[RunState, list[dict], str]:
         """Trains from `run_state` until a stop rule ends the session: the run state, the records and the reason."""
@@ -355,7 +360,7 @@ class _Loop:
         history.append(record)
         if parallel.is_primary():
             append_record(self.run_dir, writer, record)
-        self.console.advance(_summary(record))
+        self.console.advance(_summary(record, two_players=self.two_players))
 
     def _stops_when_perfect(self, iteration: int) -> bool:
         """Says that the network plays perfectly (at the last iteration too); whether the session stops for it."""
@@ -539,9 +544,12 @@ def _no_sgd_note(record: dict, config: Config) -> str:
             f"once enough games have ended (each iteration plays {config.selfplay.num_steps} moves of every game).")
 
 
-def _summary(record: dict) -> str:
+def _summary(record: dict, *, two_players: bool = True) -> str:
+    """The progress bar's text: speed, losses, and the share of self-play games drawn (a one-player game: their
+    mean length)."""
     loss = (f"loss {record['loss']:.3f} (policy {record['policy_loss']:.3f}, value {record['value_loss']:.3f})"
             if record.get("sgd_steps", 1) > 0 else "no SGD step yet")
-    return f"{record['positions_per_second']:,.0f} pos/s  {loss}  draws {record['draw_rate']:.0%}"
+    outcome = f"draws {record['draw_rate']:.0%}" if two_players else f"{record['game_length']:.1f} moves a game"
+    return f"{record['positions_per_second']:,.0f} pos/s  {loss}  {outcome}"
 
 

@@ -67,6 +67,7 @@ def make_components(config: Config, network: nn.Module | None = None) -> Compone
     """
     config.validate()
     game = config.make_game()
+    check_players(config, game)
     network = network if network is not None else network_of(config, game)
     check_network(network, game, reply_policy=config.train.reply_policy_weight > 0,
                   name=config.network.module or None)
@@ -87,6 +88,19 @@ def make_components(config: Config, network: nn.Module | None = None) -> Compone
         reanalyse_search_fn = make_search_fn(game, apply_fn, again)
     return Components(game, network, make_optimizer(config.train), search_fn, fast_search_fn, start_search_fn,
                       reanalyse_search_fn)
+
+
+def check_players(config: Config, game: games.Game) -> None:
+    """Raises ConfigError for the settings a one-player game cannot take: resignation (there is no opponent to
+    resign to) and a win/draw/loss value head (its returns are not outcomes)."""
+    if game.num_players != 1:
+        return
+    if config.selfplay.resign_threshold is not None:
+        raise ConfigError(f"{game.name} is a one-player game: it has no opponent to resign to; leave "
+                          "selfplay.resign_threshold unset")
+    if config.network.value_head == "wdl":
+        raise ConfigError(f"{game.name} is a one-player game: its returns are not wins, draws and losses; use "
+                          "network.value_head scalar")
 
 
 def loss_options(config: TrainConfig) -> dict:
@@ -178,13 +192,16 @@ def train_step(
     optimizer: optax.GradientTransformation,
     config: TrainConfig,
     progress: jax.Array | float = 0.0,
+    return_bounds: tuple[float, float] = (-1.0, 1.0),
 ) -> tuple[TrainState, dict]:
     """A run's SGD step (`learning.sgd_step` on `learning.compute_loss`) at the learning rate of `progress` (the
     share of the run's budget spent, see `learning_rate`; `optimizer` is `make_optimizer`'s, at a unit rate);
-    returns the new state and the loss metrics, with "learning_rate"."""
+    returns the new state and the loss metrics, with "learning_rate". `return_bounds`: the game's
+    (`Game.return_bounds`), which the value targets are mapped from into the network's [-1, 1]."""
     rate = learning_rate(config, train_state.step, jnp.asarray(progress))
+    loss_fn = functools.partial(compute_loss, network=network, return_bounds=return_bounds, **loss_options(config))
     new_state, metrics = sgd_step(
-        train_state, batch, loss_fn=functools.partial(compute_loss, network=network, **loss_options(config)),
+        train_state, batch, loss_fn=loss_fn,
         optimizer=optimizer, update_scale=rate,
         ema_decay=ema_decay(config, train_state.step) if train_state.average is not None else None,
     )
@@ -349,7 +366,7 @@ def run_sgd_steps(
                               surprise_weight=config.train.policy_surprise_weight)
         new_state, metrics = train_step(
             state, split_batch(batch, mesh), network=parts.network, optimizer=parts.optimizer, config=config.train,
-            progress=progress,
+            progress=progress, return_bounds=parts.game.return_bounds,
         )
         new_state = jax.tree.map(lambda new, old: jnp.where(taken, new, old), new_state, state)
         return new_state, {**metrics, "taken": taken}

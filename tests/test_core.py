@@ -27,7 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "azjax"
 # The layers, lowest first: a module may import its own layer and those below it, never one above.
 BASE_MODULES = {"errors", "text"}  # below the games: no jax, no azjax
-CORE_MODULES = {"bots", "core", "learning", "matches", "networks", "replay", "search", "selfplay", "tree_reuse", "uct"}
+CORE_MODULES = {"bots", "core", "episodes", "learning", "matches", "networks", "replay", "search", "selfplay",
+                "tree_reuse", "uct"}
 HEAVY = ("orbax", "flask", "matplotlib", "tensorboardX", "azjax.solver", "azjax.trainer", "azjax.config",
          "azjax.checkpointing", "azjax.cli")
 

@@ -109,8 +109,9 @@ class Person:
         self.shown.append(text)
 
 
-@pytest.mark.parametrize("name", games.names())
+@pytest.mark.parametrize("name", [name for name in games.names() if games.make(name).num_players == 2])
 def test_every_registered_game(name):
+    """(A one-player game is played alone: tests/test_one_player.py.)"""
     game = games.make(name)
     person = Person(seed=0)
     record = play.play_game(game, bots.random_bot(), key=jax.random.key(1), input_fn=person.input,

@@ -22,10 +22,13 @@ def add_arguments(commands) -> None:
         help="play agents against each other: results with 95%% intervals and an Elo table",
         description="Play two or more agents against each other, every pair (a round robin), half the games in "
         "each seat. Prints wins/draws/losses, the score with its 95% Wilson interval and the Elo difference per "
-        "pairing, then a maximum-likelihood Elo table with random (else the first agent) at 0. Agents: "
-        + common.AGENT_HELP + ".",
+        "pairing, then a maximum-likelihood Elo table with random (else the first agent) at 0. In a one-player "
+        "game (sliding_puzzle) each of one or more agents plays --games episodes from the same starts instead: its "
+        "mean return with a 95%% interval, and the share solved and solved in the fewest moves where the game is "
+        "solved exactly. Agents: " + common.AGENT_HELP + ".",
     )
-    evaluate.add_argument("agents", nargs="+", metavar="AGENT", help="two or more agents (see above)")
+    evaluate.add_argument("agents", nargs="+", metavar="AGENT", help="two or more agents (one or more in a "
+                          "one-player game; see above)")
     evaluate.add_argument("--game", help="the game (default: the runs' game, else tic_tac_toe): " + common.GAME_HELP)
     evaluate.add_argument("--games", type=int, default=200, help="games per pairing, even: half in each seat "
                           "(default: 200)")
@@ -94,7 +97,41 @@ def _evaluate(args: argparse.Namespace) -> int:
         raise agent_specs.SpecError("--strata names the strata that --positions judges: give --positions too")
     if args.positions:
         return _judge_on_positions(args)
+    game = common.game_for(args.agents, args.game)
+    if game.num_players == 1:
+        return _play_episodes(args, game)
     return _play_matches(args)
+
+
+def _play_episodes(args: argparse.Namespace, game) -> int:
+    """A one-player game: each agent plays the same --games starts to their ends; its mean return with a 95%
+    interval and, where the game has exact solutions, the share solved and solved in the fewest moves."""
+    import jax
+
+    from azjax import agent_specs, evaluation, parallel
+    from azjax.text import counted
+
+    if args.games < 1:
+        raise agent_specs.SpecError(f"--games must be >= 1, got {args.games}")
+    if args.opening_moves or args.record is not None:
+        raise agent_specs.SpecError(f"{game.name} is a one-player game: its agents play episodes from the same "
+                                    "starts, with no openings and no match records (leave out --opening-moves "
+                                    "and --record)")
+    print(f"{game.name} (one player): {counted(len(args.agents), 'agent')}, {counted(args.games, 'episode')} each "
+          "from the same starts.", flush=True)
+    results = {}
+    for spec in args.agents:
+        bot = agent_specs.make_bot(spec, game, num_simulations=args.simulations, policy=args.search_policy)
+        judged = evaluation.judge_episodes(jax.random.key(args.seed), game, bot, args.games)
+        results[bot.name] = judged
+        exact = "".join(f", {name.replace('_', ' ')} {judged[name]:.3f}" for name in
+                        ("solved", "solved_optimally", "excess_moves") if name in judged)
+        print(f"{bot.name}: mean return {judged['return']:.3f} [95% {judged['return_low']:.3f}, "
+              f"{judged['return_high']:.3f}], {judged['length']:.1f} moves{exact}", flush=True)
+    if args.json is not None and parallel.is_primary():
+        args.json.write_text(json.dumps(dict(game=game.name, episodes=args.games, agents=results), indent=2) + "\n")
+        print(f"Results written to {args.json}")
+    return 0
 
 
 def _play_matches(args: argparse.Namespace) -> int:

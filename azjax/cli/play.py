@@ -13,7 +13,9 @@ def add_arguments(commands) -> None:
         allow_abbrev=False,
         help="play against an agent in the terminal",
         description="Play a game against an agent in the terminal: type moves such as b2 (tic-tac-toe) or d "
-        "(Connect Four); 'help' lists the legal moves, 'quit' stops. Agents: " + common.AGENT_HELP + ".",
+        "(Connect Four); 'help' lists the legal moves, 'quit' stops. A one-player game (`azjax play "
+        "sliding_puzzle`) you play alone, or with a trained agent's hints (`azjax play RUN`). Agents: "
+        + common.AGENT_HELP + ".",
     )
     play.add_argument("agent", nargs="?", metavar="AGENT", help="the opponent; a game's name plays the agent "
                       "shipped for it, e.g. `azjax play connect_four` (default: the game's shipped agent where "
@@ -31,6 +33,16 @@ def add_arguments(commands) -> None:
     common.add_compile_cache_option(play)
 
 
+def _one_player_game(name: str | None):
+    """The game `name` names where it is a known one-player game (not an agent spec), else None."""
+    from azjax import games
+
+    if name is None or not games.is_known(name):
+        return None
+    game = games.make(name)
+    return game if game.num_players == 1 else None
+
+
 def run(args: argparse.Namespace) -> int:
     import random
 
@@ -38,10 +50,20 @@ def run(args: argparse.Namespace) -> int:
 
     from azjax import agent_specs, games, play, pretrained
 
+    alone = _one_player_game(args.game if args.agent is None else args.agent)
+    if alone is not None and (args.agent is None or args.agent not in pretrained.names()):
+        # A puzzle with no shipped agent: the person plays alone (an agent given with --game gives hints).
+        print(f"{alone.name} is a one-player game: you play it alone.", flush=True)
+        play.play_alone(alone, key=jax.random.key(args.seed if args.seed is not None else 0))
+        return 0
     if args.agent is None:  # the shipped agent of the game asked for, else UCT
         name = games.canonical(args.game) if args.game else "tic_tac_toe"
         args.agent = pretrained.PREFIX + name if name in pretrained.names() else "mcts:1000"
     game = common.game_for([args.agent], args.game)
+    if game.num_players == 1:  # a trained agent of a one-player game: the person plays, the agent hints
+        bot = agent_specs.make_bot(args.agent, game, num_simulations=args.simulations, policy=args.search_policy)
+        play.play_alone(game, bot, key=jax.random.key(args.seed if args.seed is not None else 0))
+        return 0
     if args.simulations is not None and args.simulations < 1:
         raise agent_specs.SpecError("--simulations must be >= 1")
     if args.opening_moves < 0:

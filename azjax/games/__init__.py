@@ -9,7 +9,16 @@ See `azjax.games.base` for the protocol and its conventions, `check_game` to val
 steps through a game in a notebook (`show`).
 """
 
-from azjax.games.base import Game, State, Symmetry, board_symmetries, random_opening, resolve_step
+from azjax.games.base import (
+    Game,
+    State,
+    Symmetry,
+    board_symmetries,
+    random_opening,
+    resolve_step,
+    return_to_value,
+    value_to_return,
+)
 from azjax.games.boards import BoardState
 from azjax.games.brandub import BrandubState, make_brandub, make_brandub_document
 from azjax.games.checker import CHECKS, CheckReport, GameCheckError, GameCheckWarning, Position, check_game
@@ -33,6 +42,7 @@ from azjax.games.registry import (
     presets,
     register,
 )
+from azjax.games.sliding_puzzle import make_sliding_puzzle
 
 register("tic_tac_toe", make_tic_tac_toe)
 register("connect_four", make_connect_four)
@@ -42,6 +52,7 @@ register("gomoku", make_gomoku)  # options: size=15, exact=False
 register("gomoku9", make_gomoku9)  # make("gomoku", size=9) under its own name; option: exact=False
 register("othello", make_othello)  # option: size=8
 register("othello6", make_othello6)  # make("othello", size=6) under its own name
+register("sliding_puzzle", make_sliding_puzzle)  # one player; options: size=3 (the 8-puzzle), max_moves
 
 __all__ = [
     "CHECKS",
@@ -76,10 +87,13 @@ __all__ = [
     "make_observing",
     "make_othello",
     "make_othello6",
+    "make_sliding_puzzle",
     "make_tic_tac_toe",
     "names",
     "presets",
     "random_opening",
     "register",
     "resolve_step",
+    "return_to_value",
+    "value_to_return",
 ]

@@ -16,16 +16,19 @@ Every state carries the common fields of `State` (a game's own state class usual
 * `legal_action_mask` (bool [A]): True where an action is legal. All False once the game is over.
 * `terminated` (bool []): the game is over.
 * `rewards` (float32 [2]): what each player (indexed by player id, *not* by who moved) received on the step that
-  produced this state: +1 win, -1 loss, 0 draw (values in between, e.g. a scaled score, are allowed; values
-  outside [-1, 1] are not: the network's tanh value head cannot predict them). Zero-sum. Non-zero only on the step
-  that ends the game.
+  produced this state. In a two-player game (`Game.num_players == 2`, the default): +1 win, -1 loss, 0 draw
+  (values in between, e.g. a scaled score, are allowed; values outside [-1, 1] are not: the network's tanh value
+  head cannot predict them), zero-sum, non-zero only on the step that ends the game. In a one-player game
+  (`num_players == 1`: a puzzle, an MDP) player 0 moves every turn and `rewards[0]` may be paid on any step; the
+  return from a position is the sum of the rewards of the steps from there to the end, and lies within the game's
+  `return_bounds`; `rewards[1]` is always 0.
 
 Conventions every built-in game follows and `check_game` verifies (by random play):
 
 * Terminal states are absorbing: stepping a terminated state returns it unchanged, with zero rewards.
 * An illegal action (not in `legal_action_mask`) is never silently ignored: the player who made it loses the
-  game at once (rewards -1 for the mover, +1 for the opponent), and the state it leaves is terminal like any
-  other (all-False mask, absorbing).
+  game at once (rewards -1 for the mover, +1 for the opponent; in a one-player game the step pays the lowest
+  return, `return_bounds[0]`), and the state it leaves is terminal like any other (all-False mask, absorbing).
 
 And one convention `check_game` cannot verify, since it cannot tell what a plane means: observations are from
 the point of view of the player to move (the mover's pieces first), or at least say whose turn it is. The value
@@ -86,7 +89,8 @@ S = TypeVar("S", bound=State)  # a game's own state class
 
 @dataclasses.dataclass(frozen=True)
 class Game(Generic[S]):
-    """A two-player, zero-sum, perfect-information game as pure functions. See the module docstring.
+    """A perfect-information game as pure functions: two players taking turns, zero-sum (the default), or one
+    player collecting rewards (`num_players=1`). See the module docstring.
 
     Derive a variant with `dataclasses.replace(game, ...)`. Build positions for tests and analysis with
     `from_ascii` where the game provides it: `game.from_ascii(game.render(state))` gives back `state`.
@@ -112,6 +116,12 @@ class Game(Generic[S]):
         version that trained them, and loading one against another version fails with a clear error instead of
         feeding its network the wrong planes, unless the game's factory takes the option `observation_version`
         and can still build the old one (`azjax.games.make_observing`; Connect Four does).
+      num_players: 2 (two players taking turns, zero-sum rewards at the end) or 1 (one player, rewards on any
+        step: the search then adds rewards up along a line of play instead of flipping the value's sign).
+      return_bounds: (low, high), the range of the return from any position, for the player to move: (-1, 1) for
+        a two-player game (its outcome). The network's value head predicts in [-1, 1]; the search and the loss map
+        that range onto these bounds (`value_to_return`, `return_to_value`), so a one-player game may pay its own
+        units (e.g. -1 a move, bounds (-max_length, 0)).
       draw: `draw(state, *, last_move=None, annotations=None) -> str`, a standalone SVG document (a string
         starting with "<svg") of one unbatched, concrete state: the board, the pieces, the move `last_move` (an
         action index) that led to it highlighted, and `annotations`, a mapping {action index: short text} (e.g. a
@@ -134,24 +144,68 @@ class Game(Generic[S]):
     string_to_action: Callable[[str], int] = int
     observation_version: int = 1
     draw: Callable[..., str] | None = None
+    num_players: int = 2
+    return_bounds: tuple[float, float] = (-1.0, 1.0)
+
+    def __post_init__(self) -> None:
+        if self.num_players not in (1, 2):
+            raise ValueError(f"game {self.name!r}: num_players is {self.num_players!r}; azjax plays games of 1 or 2 "
+                             "players")
+        low, high = self.return_bounds
+        if not (np.isfinite(low) and np.isfinite(high) and low < high):
+            raise ValueError(f"game {self.name!r}: return_bounds {self.return_bounds!r} must be two finite numbers, "
+                             "low < high")
+        if self.num_players == 2 and tuple(self.return_bounds) != (-1.0, 1.0):
+            raise ValueError(f"game {self.name!r}: a two-player game's returns are its outcome, in (-1, 1); "
+                             f"return_bounds {self.return_bounds!r} is for one-player games (num_players=1)")
+
+
+def _scaled(bounds: tuple[float, float]) -> tuple[float, float] | None:
+    """`bounds` as floats where they are not the network's own [-1, 1] (else None: no mapping at all)."""
+    low, high = (float(bound) for bound in bounds)
+    return None if (low, high) == (-1.0, 1.0) else (low, high)
+
+
+def value_to_return(bounds: tuple[float, float], value: jax.Array) -> jax.Array:
+    """A network's value (in [-1, 1]) as a return of a game whose `return_bounds` are `bounds` (unchanged for the
+    default bounds, (-1, 1))."""
+    scaled = _scaled(bounds)
+    if scaled is None:
+        return value
+    low, high = scaled
+    return low + (value + 1.0) * (0.5 * (high - low))
+
+
+def return_to_value(bounds: tuple[float, float], returns: jax.Array) -> jax.Array:
+    """The inverse of `value_to_return`: a return of a game whose `return_bounds` are `bounds` in the network's
+    units, [-1, 1] for returns within the bounds."""
+    scaled = _scaled(bounds)
+    if scaled is None:
+        return returns
+    low, high = scaled
+    return (returns - low) * (2.0 / (high - low)) - 1.0
 
 
 # --------------------------------------------------------------------------------------------------------------
 # Helpers shared by the games: illegal moves, absorbing terminals, symmetries.
 
 
-def resolve_step(state: S, new_state: S, action: jax.Array) -> S:
+def resolve_step(state: S, new_state: S, action: jax.Array, *, illegal_reward: float | None = None) -> S:
     """Applies the protocol's rules around a game's raw transition.
 
     Given the state before the move and `new_state` (what the rules produce for a legal `action`), returns:
     `state` with zero rewards if it was already terminated (absorbing); a loss for the mover if `action` was
-    illegal or out of range; otherwise `new_state`.
+    illegal or out of range; otherwise `new_state`. The loss is -1 for the mover and +1 for the opponent, or with
+    `illegal_reward` (a one-player game: its `return_bounds[0]`) that reward for player 0 and nothing for player 1.
     """
     mover = state.current_player
     num_actions = state.legal_action_mask.shape[-1]
     in_range = (action >= 0) & (action < num_actions)
     illegal = ~in_range | ~state.legal_action_mask[jnp.clip(action, 0, num_actions - 1)]
-    loss = jnp.where(jnp.arange(2) == mover, -1.0, 1.0).astype(jnp.float32)
+    if illegal_reward is None:
+        loss = jnp.where(jnp.arange(2) == mover, -1.0, 1.0).astype(jnp.float32)
+    else:
+        loss = jnp.array([illegal_reward, 0.0], jnp.float32)
     after_illegal = state.replace(
         terminated=jnp.bool_(True),
         rewards=loss,

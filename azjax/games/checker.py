@@ -42,9 +42,17 @@ checks, roughly in this order; the name in brackets is the one an error message 
 * [reward_range] every reward lies in [-1, 1]: the network's value head (a tanh) predicts values in that range
   only, so a larger reward is a target it can never reach; scale such rewards into [-1, 1].
 * [reward_timing] rewards are zero after every step that does not end the game.
+
+A one-player game (`num_players == 1`) has three checks in place of the four above:
+
+* [one_player] `current_player` is 0 in every state, and `rewards[1]` is 0 after every step.
+* [finite_rewards] every reward is finite.
+* [return_range] the return from every position played (the sum of `rewards[0]` from there to the game's end, or
+  to the last move played) lies within the game's `return_bounds`, which the value head's range is mapped onto.
 * [absorbing] stepping a terminated state with any action changes no field and pays zero rewards.
-* [illegal_action] an illegal action in a non-terminal state ends the game: -1 for the mover, +1 for the opponent;
-  the state it leaves has an all-False legal mask and is absorbing (stepping it changes nothing and pays zero).
+* [illegal_action] an illegal action in a non-terminal state ends the game: -1 for the mover, +1 for the opponent
+  (one player: `[return_bounds[0], 0]`, the lowest return); the state it leaves has an all-False legal mask and
+  is absorbing (stepping it changes nothing and pays zero).
 * [max_length] every game is over after `max_length` moves.
 * [symmetries] for each symmetry under which a start observation is invariant, that random game and its mirror
   image (actions mapped by `Symmetry.map_action`, from the same start) agree after every move:
@@ -118,6 +126,9 @@ CHECKS = (
     "zero_sum",
     "reward_range",
     "reward_timing",
+    "one_player",
+    "finite_rewards",
+    "return_range",
     "absorbing",
     "illegal_action",
     "max_length",
@@ -659,8 +670,11 @@ def _check_trajectory(traj: _Trajectory, game: Game, ctx: _Context, leaf_names: 
     _check_observations(traj, ctx)
     _check_start_state(traj, ctx)
     _check_legal_masks(traj, ctx)
-    _check_alternation(traj, ctx)
-    _check_rewards(traj, ctx)
+    if game.num_players == 1:
+        _check_one_player(traj, game, ctx)
+    else:
+        _check_alternation(traj, ctx)
+        _check_rewards(traj, ctx)
     _check_absorbing(traj, ctx, leaf_names)
     _check_illegal_actions(traj, game, ctx, leaf_names)
     _check_max_length(traj, game, ctx)
@@ -768,6 +782,39 @@ def _check_rewards(traj: _Trajectory, ctx: _Context) -> None:
         )
 
 
+def _check_one_player(traj: _Trajectory, game: Game, ctx: _Context) -> None:
+    """[one_player], [finite_rewards] and [return_range]: player 0 always to move, nothing paid to player 1, and
+    finite rewards whose returns from every position played lie within the game's return bounds."""
+    players, rewards, actions = traj.players, traj.rewards, traj.actions
+    if (hit := _first(players != 0)) is not None:
+        t, b = hit
+        raise _fail(traj, ctx, "one_player", f"current_player is {players[t, b]} after {counted(t, 'move')}; in a "
+                    "one-player game (num_players=1) it is always 0", b, t)
+    if (hit := _first(rewards[..., 1] != 0)) is not None:
+        t, b = hit
+        raise _fail(traj, ctx, "one_player", f"rewards {rewards[t, b].tolist()} after {counted(t, 'move')} pay "
+                    "player 1, who does not play a one-player game: rewards[1] must stay 0", b, t)
+    if (hit := _first(~np.isfinite(rewards[..., 0]))) is not None:
+        t, b = hit
+        raise _fail(traj, ctx, "finite_rewards", f"rewards {rewards[t, b].tolist()} after {counted(t, 'move')} are "
+                    "not finite", b, t)
+    # The return from state t: the rewards of the moves from t on, up to the game's end (absorbing: no later pay).
+    paid = np.where(traj.terminated[:-1], 0.0, rewards[1:, :, 0])  # [T, B], paid by the move made in state t
+    returns = np.cumsum(paid[::-1], axis=0)[::-1]  # [T, B]
+    low, high = (float(bound) for bound in game.return_bounds)
+    outside = ~traj.terminated[:-1] & ((returns < low - _ATOL) | (returns > high + _ATOL))
+    if (hit := _first(outside)) is not None:
+        t, b = hit
+        end = int(_game_lengths(traj)[b])
+        raise _fail(
+            traj, ctx, "return_range",
+            f"the return from the position after {counted(t, 'move')} (the rewards of moves {t + 1} to {end}) is "
+            f"{returns[t, b]:g}, outside return_bounds {game.return_bounds}: the value head's range is mapped onto "
+            "those bounds, so it could never predict it; widen return_bounds or scale the rewards",
+            b, min(end, actions.shape[0]),
+        )
+
+
 def _check_absorbing(traj: _Trajectory, ctx: _Context, leaf_names: list[str]) -> None:
     """[absorbing]: stepping a terminated state changes no field and pays zero rewards."""
     rewards = traj.rewards
@@ -789,7 +836,10 @@ def _check_illegal_actions(traj: _Trajectory, game: Game, ctx: _Context, leaf_na
     other (an all-False legal mask, absorbing)."""
     illegal = traj.illegal_actions
     movers = traj.players[:-1]
-    loss = np.stack([np.where(movers == 0, -1.0, 1.0), np.where(movers == 0, 1.0, -1.0)], axis=-1)
+    if game.num_players == 1:
+        loss = np.broadcast_to(np.array([game.return_bounds[0], 0.0], np.float32), traj.illegal_rewards.shape)
+    else:
+        loss = np.stack([np.where(movers == 0, -1.0, 1.0), np.where(movers == 0, 1.0, -1.0)], axis=-1)
     wrong = ~traj.illegal_terminated | np.any(np.abs(traj.illegal_rewards - loss) > _ATOL, axis=-1)
     forfeited = ~traj.terminated[:-1] & (illegal >= 0)
     if (hit := _first(forfeited & wrong)) is not None:
@@ -1072,7 +1122,7 @@ def check_game(
     _check_positions(game, tuple(positions or ()), ctx)
 
     lengths = _game_lengths(first)
-    found = _reward_warnings(first, lengths)
+    found = _reward_warnings(first, lengths) if game.num_players == 2 else []
     for warning in found:
         warnings.warn(f"check_game({game.name!r}): {warning}", GameCheckWarning, stacklevel=2)
     final_rewards = first.rewards[lengths, np.arange(num_games)]

@@ -313,6 +313,9 @@ class GameServer:
         if game is not None:
             game = games_lib.canonical(game)
             games_lib.check_known(game)
+            if games_lib.make(game).num_players != 2:
+                raise RecordError(f"{game} is a one-player game: the page plays games against an agent; solve it "
+                                  f"in the terminal (azjax play {game})")
         network_games = [agent.game for agent in agents if agent.game is not None and agent.spec in named]
         default = game or next(iter(network_games), DEFAULT_GAME)
         loaded = [read_record(path) for path in records]
@@ -321,7 +324,7 @@ class GameServer:
             if record.game not in known:
                 raise RecordError(f"the record {record.name} is of {record.game}, which this server does not serve: "
                                   f"give --game {record.game}")
-        game_names = [*games_lib.names(), *network_games, *(record.game for record in loaded)]
+        game_names = [*_two_player_names(), *network_games, *(record.game for record in loaded)]
         server = cls(agents, game_names, default_game=default, records=loaded, max_games=max_games,
                      num_simulations=num_simulations, policy=policy)
         for agent in agents:  # a syntax error or a missing run directory stops the command now, in one line
@@ -816,3 +819,9 @@ def describe_analysis(served: ServedGame, state: State, analysis: bots.Analysis,
         "candidates": candidates,
         "annotated_svg": drawing.to_svg(served.game, state, last_move=last_move, annotations=annotations),
     }
+
+
+def _two_player_names() -> list[str]:
+    """The registered games the page offers: those of two players (a one-player game is played in the terminal,
+    `azjax play`)."""
+    return [name for name in games_lib.names() if games_lib.make(name).num_players == 2]

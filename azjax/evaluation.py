@@ -301,6 +301,7 @@ def judge_episodes(key: jax.Array, game: Game, bot: Bot, num_episodes: int) -> d
     "return_high" (its 95% normal interval), "length" (mean moves), and the yardstick's metrics where the game
     has one ("solved", "solved_optimally", "excess_moves")."""
     start_key, play_key = jax.random.split(key)
+    exact = yardstick(game)
     starts = episode_starts(start_key, game, num_episodes)
     played = jax.device_get(jax.jit(functools.partial(episodes.play_episodes, game=game, agent=bot))(play_key,
                                                                                                      starts))
@@ -308,7 +309,6 @@ def judge_episodes(key: jax.Array, game: Game, bot: Bot, num_episodes: int) -> d
     half = 1.96 * returns.std(ddof=1) / np.sqrt(len(returns)) if len(returns) > 1 else float("nan")
     result = {"return": float(returns.mean()), "return_low": float(returns.mean() - half),
               "return_high": float(returns.mean() + half), "length": float(np.mean(played.length))}
-    exact = yardstick(game)
     if exact is not None:
         result.update(exact.judge(jax.device_get(starts), played))
     return result
@@ -322,7 +322,7 @@ def _evaluate_episodes(key: jax.Array, variables: dict, *, config: Config, game:
     player = alphazero_bot(agent, num_simulations=num_simulations, reuse_tree=False)
     played = episodes.play_episodes(agent_key, starts, game=game, agent=player)
     scores = {"eval/return": jnp.mean(played.returns),
-              "eval/return_stderr": jnp.std(played.returns) / jnp.sqrt(num_games)}
+              "eval/return_stderr": jnp.std(played.returns, ddof=1) / jnp.sqrt(num_games)}
     scores["eval/score"] = scores["eval/return"]
     for spec, spec_key in zip(specs, jax.random.split(baseline_key, len(specs)), strict=True):
         baseline = episodes.play_episodes(spec_key, starts, game=game, agent=make_bot(spec, game))

@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
 
     alone = _one_player_game(args.game if args.agent is None else args.agent)
     if alone is not None and (args.agent is None or args.agent not in pretrained.names()):
-        # A puzzle with no shipped agent: the person plays alone (an agent given with --game gives hints).
+        # A one-player game named with no shipped agent: the person plays alone (a run given as the agent hints).
         print(f"{alone.name} is a one-player game: you play it alone.", flush=True)
         play.play_alone(alone, key=jax.random.key(args.seed if args.seed is not None else 0))
         return 0

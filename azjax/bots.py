@@ -33,6 +33,8 @@ from flax import struct
 from azjax.games import Game, State, lookahead
 
 AgentFn = Callable[[jax.Array, State], jax.Array]  # (key, states [B]) -> actions [B] int32
+"""An agent as a function: `(key, states [B]) -> actions [B]` int32, a legal move for the player to move in each
+state."""
 
 
 class Analysis(struct.PyTreeNode):

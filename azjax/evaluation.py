@@ -34,6 +34,7 @@ from azjax.results import summarize
 from azjax.solver import positions as positions_lib
 
 Evaluator = Callable[[jax.Array, dict], dict[str, float]]
+"""The evaluation during training: `(key, variables) -> {metric name: value}`, built by `make_evaluator`."""
 EVAL_GAMES = 64  # games against each baseline in the evaluation during training (half in each seat)
 
 __all__ = [

@@ -110,7 +110,7 @@ def alphazero_bot(
 ) -> Bot:
     """A trained network with mctx search: the run's search config (or `policy`, "gumbel" or "puct"), with
     `num_simulations` (default: the run's) and no root noise, so it plays its best move. With `reuse_tree` (None:
-    with PUCT, where it won at equal time; not with Gumbel MuZero, where it did not gain: README, "Tree reuse") it
+    with PUCT, where it won at equal time; not with Gumbel MuZero, where it did not gain: docs/results/tree-reuse.md) it
     keeps its search tree between moves (in the arena and `azjax play`, which keep its `memory`), following its
     opponent's moves too, and continues it with `num_simulations` new simulations per move, in a tree of
     `tree_capacity` nodes (default `SearchConfig.capacity`'s)."""

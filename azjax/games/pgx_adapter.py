@@ -38,6 +38,7 @@ from azjax.games import drawing
 from azjax.games.base import Game, State, resolve_step
 
 INSTALL_HINT = "pip install 'azjax[pgx]'"
+"""The command that installs pgx, named in the error when it is missing."""
 
 SUPPORTED_ENVS: dict[str, int] = {
     # env_id: the longest game in moves, by the environment's rules.
@@ -63,6 +64,7 @@ REJECTED_ENVS: dict[str, str] = {
     "mahjong": "it has four players and hidden information",
     "2048": "it is a stochastic one-player game",
 }
+"""pgx environments that cannot be azjax games, each with the reason (named in the error when one is asked for)."""
 
 
 class PgxState(State):

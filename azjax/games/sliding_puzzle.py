@@ -45,11 +45,17 @@ import numpy as np
 from azjax.games.base import Game, State, resolve_step
 
 DIRECTIONS = ("up", "down", "left", "right")  # the empty cell's move, by action
+"""The direction the empty cell moves for each action (0 up, 1 down, 2 left, 3 right)."""
 _STEPS = ((-1, 0), (1, 0), (0, -1), (0, 1))
 MAX_MOVES = {2: 12, 3: 40, 4: 120}  # default move budgets: above the hardest optimal solution (6, 31 and 80 moves)
+"""The default move budget per board size, above the hardest optimal solution (6, 31 and 80 moves): an episode
+ends unsolved after this many moves."""
 
 
 class SlidingPuzzleState(State):
+    """A sliding-puzzle position: the common `State` fields (player 0 always to move; `rewards[0]` is -1 a move)
+    plus the board and the moves played."""
+
     board: jax.Array  # [N] int8, the tile on each cell (row-major), 0 = the empty cell
     num_moves: jax.Array  # [] int32, moves played
 

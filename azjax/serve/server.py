@@ -48,6 +48,7 @@ from azjax.serve.records import Record, RecordError, parse_record, read_record
 from azjax.text import counted
 
 HUMAN = "human"  # a seat played by the person at the page
+"""The seat name of the person at the page (in place of an agent spec)."""
 ALWAYS_OFFERED = ("random", "mcts:200")
 DEFAULT_GAME = "tic_tac_toe"
 MAX_GAMES = 32  # live games kept; the oldest is dropped beyond

@@ -10,7 +10,7 @@ import sys
 
 import jax
 import pytest
-from tiny import TINY_OVERRIDES
+from tiny import TEST_XLA_FLAGS, TINY_OVERRIDES
 
 # The experiment scripts import their shared module (experiments/benchmark.py) as `benchmark`, as they do when run.
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "experiments"))
@@ -20,15 +20,23 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "notebooks"
 from azjax import config as config_lib
 from azjax import presets
 
+# XLA compiles the tests' programs without LLVM's optimisations: they compile in about half the time and their
+# tiny shapes run a little slower, with the same results. Set before the backend starts; the `azjax` processes the
+# tests start inherit it (tests/readme_commands.py passes it on, and the modules that set their own XLA_FLAGS add it).
+os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {TEST_XLA_FLAGS}".strip()
+
 # Start jax's backend now, with the one CPU device it gives by default: `azjax train` and `azjax eval` would
 # otherwise make each core a device (XLA_FLAGS) when a test calls them first, and the tests' device count would
 # depend on their order. Tests that need several devices run a subprocess (tests/test_data_parallel.py).
 jax.devices()
 
-# `azjax train`, `eval` and `play` turn on jax's persistent compilation cache in ~/.cache/azjax: not in tests (nor
-# their subprocesses), which would write there and change jax's global settings mid-session; tests/test_cli.py
-# checks the cache in a subprocess of its own.
-os.environ.setdefault("AZJAX_COMPILE_CACHE", "off")
+# One persistent compilation cache for the whole run, shared by the xdist workers and the `azjax` processes the
+# tests start (their environment names it in AZJAX_COMPILE_CACHE): a program that several modules, workers or
+# subprocesses build again (the TINY training iteration above all) compiles once per run. It lives in the run's
+# temporary directory, so every run starts without one. Tests that examine the cache itself (tests/test_cli.py)
+# or compilation (tests/test_interrupts.py) name their own directory or --no-compile-cache.
+SESSION_CACHE_MIN_COMPILE_SECS = 0.2
+os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = str(SESSION_CACHE_MIN_COMPILE_SECS)  # for subprocesses
 
 
 
@@ -44,10 +52,18 @@ def tiny_config(tiny_overrides) -> config_lib.Config:
     return config_lib.with_overrides(presets.get_config("tic_tac_toe", "cpu"), tiny_overrides)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="session", autouse=True)
 def compile_cache_dir(tmp_path_factory):
-    """A persistent-compilation-cache directory shared by the modules that use `persistent_compile_cache`."""
-    return tmp_path_factory.mktemp("jax_compile_cache")
+    """The run's persistent-compilation-cache directory, on for every test (programs that took at least
+    SESSION_CACHE_MIN_COMPILE_SECS to compile) and for the `azjax` processes the tests start."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # the workers' base directories share a parent: the run's
+        base = base.parent
+    path = base / "jax_compile_cache"
+    path.mkdir(exist_ok=True)
+    os.environ["AZJAX_COMPILE_CACHE"] = str(path)
+    with _compile_cache(path, SESSION_CACHE_MIN_COMPILE_SECS):
+        yield path
 
 
 @contextlib.contextmanager
@@ -75,14 +91,9 @@ def _compile_cache(path, min_compile_time_secs: float):
 
 @pytest.fixture(scope="module")
 def persistent_compile_cache(compile_cache_dir):
-    """Turns jax's persistent compilation cache on for one module (programs that took >= 1 s to compile), then
-    restores the previous settings.
-
-    Modules that compile the same TINY training iteration (test_training.py, and the `azjax train` runs of
-    test_cli.py) then compile it once per session instead of once per run.
-    """
-    with _compile_cache(compile_cache_dir, 1.0) as path:
-        yield path
+    """The run's persistent compilation cache (on for every module): modules that compile the same TINY training
+    iteration (test_training.py, and the `azjax train` runs of test_cli.py) compile it once per run."""
+    return compile_cache_dir
 
 
 @pytest.fixture(scope="module")
@@ -113,9 +124,10 @@ def load_experiment():
 # The modules that take minutes of one worker (from `--durations`), run first: under `pytest -n auto --dist
 # loadfile` each module goes whole to one worker in collection order, and one of them started last keeps a worker
 # busy after the other has finished everything else.
-LONGEST_FIRST = ("test_readme_commands.py", "test_multihost.py", "test_data_parallel.py", "test_every_game.py",
-                 "test_your_own_game.py", "test_interrupts.py", "test_own_network.py", "test_cli.py",
-                 "test_checkpointing.py", "test_notebook_inside_the_search.py", "test_notebook_quickstart.py")
+LONGEST_FIRST = ("test_readme_commands.py", "test_tree_reuse.py", "test_gomoku.py", "test_bots.py", "test_cli.py",
+                 "test_checkpointing.py", "test_evaluation.py", "test_pretrained.py", "test_your_own_game.py",
+                 "test_own_network.py", "test_multihost.py", "test_data_parallel.py", "test_othello.py",
+                 "test_interrupts.py")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -165,10 +165,13 @@ class Result:
 
 
 def environment(cache_dir: Path) -> dict[str, str]:
-    """A user's environment for the commands: the session's compilation cache, no inherited XLA or JAX flags."""
+    """A user's environment for the commands: the session's compilation cache and compiler settings, no other
+    inherited XLA or JAX flags."""
     env = {name: value for name, value in os.environ.items()
            if not name.startswith(("XLA_", "JAX_", "PYTEST_")) and name != "AZJAX_COMPILE_CACHE"}
     env["AZJAX_COMPILE_CACHE"] = str(cache_dir)
+    if os.environ.get("XLA_FLAGS"):  # the suite's compiler settings (conftest.TEST_XLA_FLAGS): the same results
+        env["XLA_FLAGS"] = os.environ["XLA_FLAGS"]
     env["PYTHONFAULTHANDLER"] = "1"  # a crash in C++ shows its Python stack in the output
     env.setdefault("COLUMNS", "120")
     return env

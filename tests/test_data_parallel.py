@@ -17,6 +17,7 @@ import textwrap
 
 import jax
 import pytest
+from tiny import TEST_XLA_FLAGS
 
 from azjax import layout, parallel, presets
 from azjax.config import ConfigError
@@ -81,7 +82,7 @@ _SCRIPT = textwrap.dedent(
 @pytest.fixture(scope="module")
 def two_device_runs(tiny_overrides, tmp_path_factory):
     root = tmp_path_factory.mktemp("data_parallel")
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
+    env = dict(os.environ, XLA_FLAGS=f"{TEST_XLA_FLAGS} --xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
     done = subprocess.run(
         [sys.executable, "-c", _SCRIPT, json.dumps(tiny_overrides), str(root)],
         capture_output=True, text=True, env=env, timeout=600,

@@ -16,6 +16,7 @@ import time
 import jax
 import numpy as np
 import pytest
+from tiny import TEST_XLA_FLAGS
 
 from azjax import checkpointing, exports, rundir
 
@@ -40,7 +41,8 @@ def free_port() -> int:
 
 def environment(devices: int) -> dict:
     # AZJAX_COMPILE_CACHE comes from os.environ: the module's shared cache (shared_compile_cache).
-    return dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
+    return dict(os.environ, JAX_PLATFORMS="cpu",
+                XLA_FLAGS=f"{TEST_XLA_FLAGS} --xla_force_host_platform_device_count={devices}")
 
 
 def train_args(config_path, out, *extra: str, eval_every: int = 0) -> list[str]:

@@ -2,7 +2,7 @@
 served as fixtures by conftest.py, and `run_cli`, the `azjax` command run in the test's process."""
 
 # XLA's flags for every program of the suite (conftest.py sets them; a subprocess with XLA_FLAGS of its own adds
-# them): no LLVM optimisation passes, which halves compile times and leaves results unchanged.
+# them): no LLVM optimisation passes, which shortens compilation and leaves results unchanged.
 TEST_XLA_FLAGS = "--xla_backend_optimization_level=0"
 
 # 1 block x 8 channels (a value head of 1 channel and 8 units), 4 simulations, 8 games x 12 moves (every

@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from tiny import jit_optimised
 
 from azjax import bots, games, openings
 from azjax.games import Game, State, lookahead, random_opening
@@ -18,7 +19,7 @@ from azjax.games import Game, State, lookahead, random_opening
 NUM_POSITIONS = 48
 
 
-@functools.partial(jax.jit, static_argnums=(0, 2))
+@functools.partial(jit_optimised, static_argnums=(0, 2))
 def random_positions(game: Game, seed: int, num_positions: int = NUM_POSITIONS) -> State:
     """Positions after 0 to max_length random moves (never terminal), then in every third one more move, one that
     ends the game where there is one: a mix of openings, middle games with threats, and finished games."""
@@ -43,6 +44,12 @@ def step_every_action(game: Game, states: State) -> State:
         states, jnp.arange(game.num_actions))
 
 
+# The brute force compiled (a test's own call; random_positions traces step_every_action inside its program).
+every_action = jit_optimised(step_every_action, static_argnums=0)
+every_reply = jit_optimised(lambda game, states: jax.vmap(functools.partial(step_every_action, game))(states),
+                            static_argnums=0)
+
+
 def reward_of(states: State, player: jax.Array) -> jax.Array:
     return jnp.take_along_axis(states.rewards, player[..., None], axis=-1)[..., 0]
 
@@ -63,9 +70,9 @@ def test_map_legal_moves_matches_stepping_every_action(name):
         return jnp.sum(observed, axis=tuple(range(2, observed.ndim))) + 1000.0 * children.terminated + actions
 
     # A chunk that divides no game's actions, so that the last chunk of each state is partly padding.
-    got = np.asarray(jax.jit(functools.partial(lookahead.map_legal_moves, game, fn=features, fill=jnp.nan,
-                                               chunk=4))(states))
-    children = step_every_action(game, states)
+    got = np.asarray(jit_optimised(functools.partial(lookahead.map_legal_moves, game, fn=features, fill=jnp.nan,
+                                                     chunk=4))(states))
+    children = every_action(game, states)
     want = np.asarray(features(children, jnp.broadcast_to(jnp.arange(game.num_actions), children.terminated.shape)))
     legal = np.asarray(states.legal_action_mask)
     np.testing.assert_allclose(got[legal], want[legal], rtol=1e-6)
@@ -79,15 +86,15 @@ def test_onestep_matches_the_brute_force(name):
     states = random_positions(game, seed=7 + len(name))
     mover = states.current_player
     legal = states.legal_action_mask
-    children = step_every_action(game, states)  # [B, A]
+    children = every_action(game, states)  # [B, A]
     won = legal & children.terminated & (reward_of(children, jnp.broadcast_to(mover[:, None], legal.shape)) > 0)
-    replies = jax.vmap(functools.partial(step_every_action, game))(children)  # [B, A, A]
+    replies = every_reply(game, children)  # [B, A, A]
     loss = children.legal_action_mask & (reward_of(replies, jnp.broadcast_to(mover[:, None, None],
                                                                              replies.terminated.shape)) < 0)
     allows_loss = legal & loss.any(-1)
     want = np.where(won, 1.0, np.where(allows_loss, -1.0, np.nan))
 
-    analysis = jax.jit(bots.onestep_bot(game).analyse)(jax.random.key(0), states)
+    analysis = jit_optimised(bots.onestep_bot(game).analyse)(jax.random.key(0), states)
     np.testing.assert_array_equal(np.asarray(analysis.action_values), want)
     action = np.asarray(analysis.action)
     rows = np.arange(len(action))
@@ -104,7 +111,7 @@ def test_onestep_matches_the_brute_force(name):
 def test_non_ending_moves_matches_the_brute_force():
     game = game_named("connect_four")
     states = random_positions(game, seed=3)
-    children = step_every_action(game, states)
+    children = every_action(game, states)
     want = states.legal_action_mask & ~children.terminated
     np.testing.assert_array_equal(np.asarray(openings.non_ending_moves(game, states)), np.asarray(want))
     assert bool((states.legal_action_mask & children.terminated).any())  # some legal move did end a game
@@ -121,7 +128,7 @@ def test_onestep_on_brandub_within_bounded_memory():
     game = game_named("brandub")
     num_states = 32
     states = random_positions(game, seed=11, num_positions=num_states)
-    compiled = jax.jit(bots.onestep_bot(game).analyse).lower(jax.random.key(0), states).compile()
+    compiled = jit_optimised(bots.onestep_bot(game).analyse).lower(jax.random.key(0), states).compile()
     bound = num_states * game.num_actions * state_bytes(game)
     peak = compiled.memory_analysis().temp_size_in_bytes
     assert 0 < peak <= bound, (peak, bound)

@@ -3,9 +3,12 @@ progress bars on, in a pseudo-terminal and with its output to a file: exit statu
 command added to the README is run here without anyone writing a test for it (tests/readme_commands.py reads
 them).
 
-The default suite runs them in a terminal, as a user first meets them; with their output to a file, and the
-commands of an accelerator's size (the GPU presets' runs, a run over two processes) in both ways, they run in the
-slow suite (`pytest -m slow`), minutes of the CPU each.
+The default suite parses every command with azjax's own parser (every option exists and takes its value) and runs
+the README's opening commands (the first ones a user types: set up and train, play and list the shipped agents, a
+match, a timed training run) in a terminal, as a user first meets them. The slow suite (`pytest -m slow`) runs
+every command, in a terminal and with its output to a file, and the commands of an accelerator's size (the GPU
+presets' runs, a run over two processes) in both ways: minutes of the CPU each. What the commands do is tested
+module by module (tests/test_cli.py and the others); here, that the documented spelling of each still runs.
 
 The commands run in README order in one directory per way of running, so that a later command finds the runs an
 earlier one trained (`runs/my-run`, `runs/c4`; `runs/hex5` from examples/, where the README runs hex5's). The two
@@ -22,6 +25,8 @@ from pathlib import Path
 
 import pytest
 from readme_commands import Command, commands, environment, free_port, run, shrink
+
+from azjax.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -76,13 +81,15 @@ def _argv_here(command: Command, root: Path, coordinator: str | None) -> list[st
     return argv
 
 
-def _run_all(root: Path, cache: Path, terminal: bool, *, accelerator_sized: bool) -> list[str]:
-    """Runs the README's commands in `root`, those of an accelerator's size or the others; one line per failure
-    (its command, status and output's tail)."""
+def _run_all(root: Path, cache: Path, terminal: bool, *, accelerator_sized: bool,
+             found: list[Command] | None = None) -> list[str]:
+    """Runs the documented commands in `root` (`found`, or every one of an accelerator's size or every other);
+    one line per failure (its command, status and output's tail)."""
     _prepare(root)
     env = environment(cache)
     failures, seconds = [], []
-    found = [command for command in commands(DOCUMENTED) if command.accelerator_sized == accelerator_sized]
+    if found is None:
+        found = [command for command in commands(DOCUMENTED) if command.accelerator_sized == accelerator_sized]
     index = 0
     while index < len(found):
         command = found[index]
@@ -123,6 +130,40 @@ def _run_together(argvs: list[list[str]], cwd: Path, env: dict[str, str], termin
         return [future.result() for future in futures]
 
 
+def opening_commands() -> list[Command]:
+    """The README's commands up to its first timed training run (`azjax train ... --seconds`): the two opening
+    commands' `azjax train`, the shipped agents played, listed and matched, and the timed run."""
+    found = commands(README)
+    last = next(index for index, command in enumerate(found) if "--seconds" in command.argv)
+    return found[:last + 1]
+
+
+def test_every_documented_command_parses(capsys):
+    """Each command of the README and the docs, parsed by `azjax`'s parser: its subcommand and every option exist
+    (spelt in full) and take the values written (`--help` prints the help and exits 0)."""
+    parser = build_parser()
+    for command in commands(DOCUMENTED):
+        try:
+            args, unknown = parser.parse_known_args(list(command.argv[1:]))
+        except SystemExit as error:
+            if error.code == 0 and "--help" in command.argv:
+                continue
+            pytest.fail(f"{command.text} (in {command.section!r}): azjax's parser exits {error.code}: "
+                        f"{capsys.readouterr().err}")
+        assert not unknown, f"{command.text} (in {command.section!r}): unknown {unknown}"
+        assert args.command == command.subcommand
+
+
+def test_the_opening_commands_run_in_a_terminal(tmp_path, compile_cache_dir):
+    """As a user types them first: stdin, stdout and stderr a terminal, progress bars and lines drawn."""
+    opening = opening_commands()
+    assert [command.subcommand for command in opening[:2]] == ["train", "play"], opening  # set up and train, play
+    failures = _run_all(tmp_path / "user", compile_cache_dir, terminal=True, accelerator_sized=False,
+                        found=opening)
+    assert not failures, "\n\n".join(failures)
+
+
+@pytest.mark.slow
 def test_every_readme_command_runs_in_a_terminal(tmp_path, compile_cache_dir):
     """As a user types them: stdin, stdout and stderr a terminal, progress bars and lines drawn."""
     failures = _run_all(tmp_path / "user", compile_cache_dir, terminal=True, accelerator_sized=False)

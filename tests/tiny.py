@@ -5,6 +5,15 @@ served as fixtures by conftest.py, and `run_cli`, the `azjax` command run in the
 # them): no LLVM optimisation passes, which shortens compilation and leaves results unchanged.
 TEST_XLA_FLAGS = "--xla_backend_optimization_level=0"
 
+
+def jit_optimised(fun, **jit_kwargs):
+    """`jax.jit(fun)` compiled with XLA's default LLVM optimisation (level 3) despite TEST_XLA_FLAGS: for the
+    suite's programs that compile quickly and run long (thousands of random games, every move of many positions),
+    whose loops run many times slower without it."""
+    import jax
+
+    return jax.jit(fun, compiler_options={"xla_backend_optimization_level": 3}, **jit_kwargs)
+
 # 1 block x 8 channels (a value head of 1 channel and 8 units), 4 simulations, 8 games x 12 moves (every
 # tic-tac-toe game ends within 9), batch 32.
 TINY_OVERRIDES = {

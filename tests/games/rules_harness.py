@@ -22,6 +22,7 @@ import pytest
 from flax import struct
 from hypothesis import HealthCheck, given, settings
 from reference import ReferenceGame
+from tiny import jit_optimised
 
 from azjax.games import BoardState, Game, Symmetry, make
 
@@ -86,13 +87,13 @@ StepFn = Callable[[BoardState, jax.Array], BoardState]
 @functools.cache
 def jit_step(game: Game) -> StepFn:
     """`jax.jit(game.step)`, one per game for the whole session (eager steps compile op by op: slow)."""
-    return jax.jit(game.step)
+    return jit_optimised(game.step)
 
 
 @functools.cache
 def jit_step_each(game: Game) -> StepFn:
     """Steps one state with each of a batch of actions: (State, actions [N]) -> State [N]."""
-    return jax.jit(jax.vmap(game.step, in_axes=(None, 0)))
+    return jit_optimised(jax.vmap(game.step, in_axes=(None, 0)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,10 +108,10 @@ class Players:
     def build(cls, game: Game, *, num_games: int) -> Players:
         return cls(
             game=game,
-            random=jax.jit(
+            random=jit_optimised(
                 functools.partial(play_random, game=game, num_games=num_games, num_steps=game.max_length + 2)
             ),
-            actions=jax.jit(functools.partial(play_actions, game=game)),
+            actions=jit_optimised(functools.partial(play_actions, game=game)),
         )
 
 
@@ -332,7 +333,7 @@ def symmetric_action_batch(game: Game, actions: np.ndarray) -> np.ndarray:
 @functools.cache
 def _jit_symmetry(sym: Symmetry) -> Callable[[np.ndarray, np.ndarray], tuple[jax.Array, jax.Array]]:
     """(observations [T, B, H, W, C], masks [T, B, A]) -> both carried into the symmetric position."""
-    return jax.jit(lambda obs, mask: (jax.vmap(jax.vmap(sym.transform))(obs), sym.apply_to_actions(mask)))
+    return jit_optimised(lambda obs, mask: (jax.vmap(jax.vmap(sym.transform))(obs), sym.apply_to_actions(mask)))
 
 
 def assert_symmetric_play(game: Game, rollout: Rollout, num_games: int) -> None:

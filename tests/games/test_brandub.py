@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 import rules_harness as harness
 from flax import struct
+from tiny import jit_optimised
 
 from azjax.games import BrandubState, Game, check_game, make
 from azjax.games.brandub import DOCUMENT_RULES, BrandubRules, legal_moves
@@ -269,7 +270,7 @@ def play(key: jax.Array, forced: jax.Array, use_forced: jax.Array, *, game: Game
 
 @functools.cache
 def jit_play(game: Game):
-    return jax.jit(functools.partial(play, game=game))
+    return jit_optimised(functools.partial(play, game=game))
 
 
 def random_games(game: Game, seed: int, num_games: int) -> Rollout:
@@ -495,7 +496,7 @@ def test_legal_moves_on_random_boards(castle_passable: bool, monarch_enters_cast
     rules = BrandubRules(castle_passable=castle_passable, monarch_enters_castle=monarch_enters_castle)
     boards, players = random_boards(seed=int(castle_passable) + 2 * int(monarch_enters_castle),
                                     num_boards=NUM_RANDOM_BOARDS)
-    masks = np.asarray(jax.jit(jax.vmap(functools.partial(legal_moves, rules=rules)))(boards, players))
+    masks = np.asarray(jit_optimised(jax.vmap(functools.partial(legal_moves, rules=rules)))(boards, players))
     for board, player, mask in zip(boards, players, masks, strict=True):
         wanted = reference_mask(board, int(player), castle_passable=castle_passable,
                                 monarch_enters_castle=monarch_enters_castle)

@@ -33,6 +33,7 @@ import numpy as np
 from brandub import board as package_board
 from brandub import gamehistory, gamestate, movement, rawboard
 from flax import struct
+from tiny import jit_optimised
 
 from azjax.games import make, make_brandub
 from azjax.games.brandub import CASTLE, DOCUMENT_RULES, NUM_CELLS, RAYS, SIZE
@@ -80,7 +81,7 @@ def play(key: jax.Array, *, document, package, num_games: int) -> Line:
 def random_games() -> Line:
     document = make("brandub_document")
     package = make_brandub(**{**DOCUMENT_RULES, "capture": "board"})
-    run = jax.jit(functools.partial(play, document=document, package=package, num_games=NUM_GAMES))
+    run = jit_optimised(functools.partial(play, document=document, package=package, num_games=NUM_GAMES))
     return jax.device_get(run(jax.random.key(SEED, impl="rbg")))
 
 

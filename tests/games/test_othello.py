@@ -18,6 +18,7 @@ import pytest
 import rules_harness as harness
 from hypothesis import HealthCheck, given, settings
 from reference import SYMBOLS, ReferenceGame
+from tiny import jit_optimised
 
 from azjax.games import BoardState, Game, Symmetry, check_game, make
 
@@ -159,7 +160,7 @@ def play_from(first: BoardState, actions: jax.Array, *, game: Game) -> harness.R
 
 @functools.cache
 def jit_play_from(game: Game):
-    return jax.jit(functools.partial(play_from, game=game))
+    return jit_optimised(functools.partial(play_from, game=game))
 
 
 def play_symmetric(game: Game, actions: np.ndarray) -> harness.Rollout:

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import rules_harness as harness
+from tiny import jit_optimised
 
 from azjax import config as config_lib
 from azjax import games, presets
@@ -78,7 +79,7 @@ def test_random_games_match_azjax_own_game(pgx, env_id: str) -> None:
     rollout = jax.device_get(players.random(jax.random.key(0, impl="rbg"), jnp.float32(0.05)))
     actions = np.asarray(rollout.actions)
     keys = jax.random.split(jax.random.key(1), NUM_GAMES)
-    play = jax.jit(functools.partial(_play_actions, game=pgx_game(env_id)))
+    play = jit_optimised(functools.partial(_play_actions, game=pgx_game(env_id)))
     (player, mask, terminated, rewards, obs), first = jax.device_get(play(keys, actions))
     swapped = np.asarray(first.seats_swapped)
     assert swapped.any() and not swapped.all(), "both of pgx's seatings should occur"

@@ -89,7 +89,7 @@ def sample_uniform(key: jax.Array, mask: jax.Array) -> jax.Array:
 
     One random number a row, not one an entry as `jax.random.categorical` draws: the k-th True entry, k uniform
     below the row's count. With many actions (Brandub's 1176) a draw over every entry costs more than the game's
-    step (experiments/bench_uct.py and experiments/bench_games.py --sampler time both)."""
+    step (experiments/benchmarks/bench_uct.py and experiments/benchmarks/bench_games.py --sampler time both)."""
     count = jnp.sum(mask, axis=-1, dtype=jnp.int32)
     rank = jnp.floor(jax.random.uniform(key, count.shape) * count).astype(jnp.int32)
     rank = jnp.minimum(rank, jnp.maximum(count - 1, 0))  # u x count may round up to count in float32

@@ -159,7 +159,7 @@ def _restore(path: str | Path, iteration: int | None, best_metric: str | None, *
         if iteration is not None or best_metric is not None:
             raise CheckpointError(f"{path} is an export of one checkpoint; it has no other iterations to choose from")
         return _restore_export(path, weights=weights, network=network)
-    if pretrained.is_agent_directory(path):  # an agent packaged for shipping (experiments/pretrain.py --out)
+    if pretrained.is_agent_directory(path):  # an agent packaged for shipping (experiments/tools/pretrain.py --out)
         if not weights:
             return pretrained.directory_config(path), None
         config, variables, _ = pretrained.restore_directory(path)

@@ -12,7 +12,8 @@ from azjax.config import Config, ConfigError
 from azjax.training import split_batches
 
 # Splitting a CPU run over one jax device per core pays only when each batched network evaluation is large, as
-# XLA already spreads one device's convolutions over the cores (measured: experiments/results/bench_layout_cpu.txt).
+# XLA already spreads one device's convolutions over the cores (measured:
+# experiments/benchmarks/results/bench_layout-cpu-2026-11-24.txt).
 CPU_SPLIT_MIN_MACS = 100e6
 
 
@@ -27,8 +28,8 @@ def default_layout(config: Config, devices: list[jax.Device] | None = None, *,
                    own_network: bool = False) -> tuple[list[jax.Device], str]:
     """The devices a run uses when none are asked for, and why: of `devices` (default `jax.devices()`), as many
     as divide the batches evenly; on a CPU, one device when the network's evaluations are too small to gain from
-    the split (below CPU_SPLIT_MIN_MACS multiply-adds, measured by experiments/bench_layout.py), and for a network
-    of one's own (`config.network.module`, or `own_network`: one given to `train`), whose cost the rule does not
+    the split (below CPU_SPLIT_MIN_MACS multiply-adds, measured by experiments/benchmarks/bench_layout.py), and for a
+    network of one's own (`config.network.module`, or `own_network`: one given to `train`), whose cost the rule does not
     know."""
     chosen = parallel.most_devices(*split_batches(config).values(), devices=devices)
     platform = chosen[0].platform

@@ -1,7 +1,7 @@
 """Presets: the configs `get_config(game, preset)` gives, "cpu" (a 2-core CPU) and "gpu" (one accelerator), per
 game of the catalog (`PRESETS`), and the preset derived for any other game from its sizes (`derived_preset`).
 
-Each preset's comment says what it is for; its measurements are in experiments/results/presets.md. This module
+Each preset's comment says what it is for; its measurements are in experiments/studies/presets/README.md. This module
 imports `azjax.config`; `azjax.config` never imports it. `azjax.get_config` is `get_config`.
 """
 
@@ -25,7 +25,7 @@ from azjax.config import (
 from azjax.text import counted
 
 # SGD samples per played position where unfinished games are dropped; twice it where they are kept, as then every
-# played position reaches replay instead of about half (measured: experiments/results/presets.md).
+# played position reaches replay instead of about half (measured: experiments/studies/presets/README.md).
 SAMPLES_PER_POSITION = 2
 
 
@@ -38,7 +38,7 @@ def samples_per_played_position(selfplay: SelfPlayConfig) -> int:
 
 
 # The training every CPU preset and the derived one take (the levers Connect Four's preset arrived at, which won
-# on the other games too: experiments/results/presets.md): batches of 128, a cosine from 6e-3 over the run's
+# on the other games too: experiments/studies/presets/README.md): batches of 128, a cosine from 6e-3 over the run's
 # budget, value targets half outcome and half search value, half of each batch drawn by policy surprise.
 CPU_TRAIN = TrainConfig(batch_size=128, learning_rate=6e-3, lr_schedule="cosine", value_target_mix=0.5,
                         policy_surprise_weight=0.5)
@@ -46,7 +46,7 @@ CPU_TRAIN = TrainConfig(batch_size=128, learning_rate=6e-3, lr_schedule="cosine"
 
 def _preset_tic_tac_toe_cpu() -> Config:
     # Near-perfect play within the default run's budget on a 2-core CPU; random openings cover the positions after
-    # blunders (measured: experiments/results/presets.md).
+    # blunders (measured: experiments/studies/presets/README.md).
     return Config(
         game="tic_tac_toe",
         num_iterations=60,
@@ -59,7 +59,7 @@ def _preset_tic_tac_toe_cpu() -> Config:
 
 def _preset_connect_four_cpu() -> Config:
     # Each lever was measured against the preset before it at 10 minutes of training, three seeds each
-    # (experiments/results/presets.md).
+    # (experiments/studies/presets/README.md).
     return Config(
         game="connect_four",
         num_iterations=300,
@@ -72,7 +72,7 @@ def _preset_connect_four_cpu() -> Config:
 
 def _preset_gomoku9_cpu() -> Config:
     # 9 x 9 Gomoku: 81 actions, random games last about 55 moves; CPU_TRAIN with unfinished games kept
-    # (measured: experiments/results/presets.md).
+    # (measured: experiments/studies/presets/README.md).
     return Config(
         game="gomoku9",
         num_iterations=200,
@@ -85,7 +85,7 @@ def _preset_gomoku9_cpu() -> Config:
 
 def _preset_othello6_cpu() -> Config:
     # 6 x 6 Othello: 37 actions (the pass included), games last about 32 moves; CPU_TRAIN with unfinished games
-    # kept (measured: experiments/results/presets.md).
+    # kept (measured: experiments/studies/presets/README.md).
     return Config(
         game="othello6",
         num_iterations=200,
@@ -98,7 +98,7 @@ def _preset_othello6_cpu() -> Config:
 
 def _preset_brandub_cpu() -> Config:
     # Brandub: 1176 actions (from-square x direction x distance), random games last about 50 moves, 200 at most;
-    # CPU_TRAIN with unfinished games kept (measured: experiments/results/presets.md).
+    # CPU_TRAIN with unfinished games kept (measured: experiments/studies/presets/README.md).
     return Config(
         game="brandub",
         num_iterations=200,
@@ -114,14 +114,15 @@ def _preset_brandub_cpu() -> Config:
 
 
 # CPU_TRAIN in batches of 1024, the GPU presets' training; its peak learning rate is the CPU's
-# (experiments/results/presets.md). `python experiments/gpu_sweep.py --set train.learning_rate=3e-3` tries another.
+# (experiments/studies/presets/README.md).
+# `python experiments/studies/gpu_sweep/gpu_sweep.py --set train.learning_rate=3e-3` tries another.
 GPU_TRAIN = dataclasses.replace(CPU_TRAIN, batch_size=1024)
 
 # The GPU presets take the CPU's lessons at an accelerator's batch: GPU_TRAIN, unfinished games kept, the CPU
 # preset's random openings where it has them, and short iterations (32 simulations, 16 moves a game) so that the
 # network is refreshed every second or two, as fresher networks won at equal time on the CPU. Sized from one
-# accelerator's measured throughput (experiments/results/presets.md); `python experiments/gpu_sweep.py` measures
-# variants.
+# accelerator's measured throughput (experiments/studies/presets/README.md);
+# `python experiments/studies/gpu_sweep/gpu_sweep.py` measures variants.
 
 
 def _gpu_train(selfplay: SelfPlayConfig, replay_capacity: int) -> TrainConfig:
@@ -133,7 +134,7 @@ def _gpu_train(selfplay: SelfPlayConfig, replay_capacity: int) -> TrainConfig:
 
 def _preset_tic_tac_toe_gpu() -> Config:
     # The CPU preset's openings of 0-6 random moves; unfinished games kept, since 16 moves an iteration cut more
-    # games short than the CPU's 32 (experiments/results/presets.md).
+    # games short than the CPU's 32 (experiments/studies/presets/README.md).
     selfplay = SelfPlayConfig(num_games=1024, num_steps=16, opening_moves=6, keep_unfinished=True)
     return Config(
         game="tic_tac_toe",
@@ -147,7 +148,7 @@ def _preset_tic_tac_toe_gpu() -> Config:
 
 def _preset_connect_four_gpu() -> Config:
     # The CPU preset's openings of 0-14 random moves, at an accelerator's batch; it beat the preset before it
-    # and a variant of 8 moves an iteration was even with it (experiments/results/presets.md).
+    # and a variant of 8 moves an iteration was even with it (experiments/studies/presets/README.md).
     selfplay = SelfPlayConfig(num_games=4096, num_steps=16, opening_moves=14, keep_unfinished=True)
     return Config(
         game="connect_four",
@@ -161,7 +162,7 @@ def _preset_connect_four_gpu() -> Config:
 
 
 def _preset_gomoku_gpu() -> Config:
-    # 15 x 15 Gomoku: 225 actions, games of up to 225 moves (experiments/results/presets.md).
+    # 15 x 15 Gomoku: 225 actions, games of up to 225 moves (experiments/studies/presets/README.md).
     selfplay = SelfPlayConfig(num_games=1024, num_steps=16, keep_unfinished=True)
     return Config(
         game="gomoku",
@@ -175,7 +176,7 @@ def _preset_gomoku_gpu() -> Config:
 
 def _preset_othello_gpu() -> Config:
     # 8 x 8 Othello: 65 actions (the pass included), games last about 60 moves, 120 at most
-    # (experiments/results/presets.md).
+    # (experiments/studies/presets/README.md).
     selfplay = SelfPlayConfig(num_games=2048, num_steps=16, keep_unfinished=True)
     return Config(
         game="othello",
@@ -190,7 +191,7 @@ def _preset_othello_gpu() -> Config:
 def _preset_brandub_gpu() -> Config:
     # Brandub: 1176 actions, games of up to 200 moves. The search tree holds [B, simulations + 1, 1176] arrays and a
     # replay position takes ~6 KB (its 1176-way policy): 1024 games and a buffer of 262,144 positions (1.6 GB)
-    # (experiments/results/presets.md).
+    # (experiments/studies/presets/README.md).
     selfplay = SelfPlayConfig(num_games=1024, num_steps=16, keep_unfinished=True)
     return Config(
         game="brandub",
@@ -245,11 +246,11 @@ def derived_preset(game: str, preset: str = "cpu") -> Config:
     tree and replay policies are large) of 32 moves, 100 iterations, and their training (`CPU_TRAIN`: SGD batches of
     128, a cosine from 6e-3, value targets half outcome and half search value, policy-surprise draws) with
     unfinished games kept: 4 SGD samples per played position (`samples_per_played_position`). "gpu" keeps the shape
-    the catalog's GPU presets had before they took the CPU's lessons (experiments/gpu_sweep.py sets the two against
-    each other on Connect Four): a 6 x 128 bfloat16 ResNet, 64 simulations, 2048 games (512 with more than 512
-    actions) of 64 moves, SGD batches of 2048 at a constant 2e-3, unfinished games dropped: 2 samples per played
-    position. The replay buffer holds every game's moves of an iteration and of its longest game, as a power of
-    two.
+    the catalog's GPU presets had before they took the CPU's lessons (experiments/studies/gpu_sweep/gpu_sweep.py sets
+    the two against each other on Connect Four): a 6 x 128 bfloat16 ResNet, 64 simulations, 2048 games (512 with
+    more than 512 actions) of 64 moves, SGD batches of 2048 at a constant 2e-3, unfinished games dropped: 2 samples
+    per played position. The replay buffer holds every game's moves of an iteration and of its longest game, as a
+    power of two.
     """
     from azjax import games  # late: presets must not build games at import time
 

@@ -198,11 +198,11 @@ def uct_analysis(
 
     Written for batches of B trees held as [B, nodes, ...] arrays: a simulation descends with a `while_loop` that
     carries only the B paths, writes the new node, and backs its value up the whole path in one associative scan
-    and one scatter, none of which copies the tree. mctx's generic search (experiments/uct_reference.py does the
+    and one scatter, none of which copies the tree. mctx's generic search (tests/uct_reference.py does the
     same search with it; tests/test_bots.py checks that the two search alike) rewrites its B x nodes x A arrays at
     every step of its vmapped backup, so that its simulations cost more as the tree grows
-    (`python experiments/bench_uct.py` times the two side by side). Jittable and batched over B. Memory: one game
-    state and A int32 child indices per node, B x (num_simulations + 1) nodes.
+    (`python experiments/benchmarks/bench_uct.py` times the two side by side). Jittable and batched over B. Memory: one
+    game state and A int32 child indices per node, B x (num_simulations + 1) nodes.
 
     `policy` is the root's visit shares, `value` the mean of the root's backed-up values (its first rollout
     included), `action_values` the root's Q-values (NaN for unvisited moves); all for the player to move.

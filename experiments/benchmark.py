@@ -4,8 +4,8 @@
 (`module_at_revision`: the reference of a speed-up, timed in the same run). A new benchmark is its measurement
 and a few lines of these.
 
-The scripts import it as `benchmark` (running `python experiments/X.py` puts this folder on the path; the tests
-put it there too).
+The scripts in benchmarks/, studies/NAME/ and tools/ import it as `benchmark`: each puts this folder on sys.path
+before the import (the tests' `load_experiment` puts it there too).
 """
 
 from __future__ import annotations
@@ -112,12 +112,20 @@ def _azjax_version() -> str:
         return "source tree (not installed)"
 
 
-def results_stem(prefix: str = "") -> str:
-    """The name results files of this machine's first device take today: PREFIX-<platform>-<device kind>-<date>,
-    e.g. "connect_four-gpu-gpu-nvidia-h100-80gb-hbm3-2026-11-24"."""
+def device_name() -> str:
+    """This machine's first device as record names give it: "cpu" on a CPU, else <platform>-<device kind>
+    (e.g. "gpu-nvidia-h200")."""
     device = jax.devices()[0]
-    name = re.sub(r"[^A-Za-z0-9]+", "-", f"{device.platform}-{device.device_kind}").strip("-").lower()
-    return "-".join(part for part in (prefix, name, datetime.date.today().isoformat()) if part)
+    kind = device.device_kind if device.device_kind.lower() != device.platform.lower() else ""
+    name = re.sub(r"[^A-Za-z0-9]+", "-", f"{device.platform}-{kind}").strip("-").lower()
+    return name
+
+
+def results_stem(subject: str, variant: str = "") -> str:
+    """The name (without its extension) of a record this machine writes today, as experiments/README.md names
+    them: <subject>-<device>-<date>[-<variant>], the subject a game or a benchmark, the device `device_name()`'s,
+    e.g. "connect_four-gpu-nvidia-h200-DATE" or "selfplay_breakdown-cpu-DATE-connect_four"."""
+    return "-".join(part for part in (subject, device_name(), datetime.date.today().isoformat(), variant) if part)
 
 
 def timed(fn: Callable, args: tuple, repeats: int) -> tuple[float, list[float]]:

@@ -104,20 +104,40 @@ def compile_cache_everything(compile_cache_dir):
         yield path
 
 
+EXPERIMENTS = pathlib.Path(__file__).resolve().parents[1] / "experiments"
+
+
+def experiment_path(name: str) -> pathlib.Path:
+    """The script <name>.py anywhere under experiments/ (benchmark.py, benchmarks/, studies/NAME/, tools/); script
+    names are unique there."""
+    found = sorted(EXPERIMENTS.rglob(f"{name}.py"))
+    assert len(found) == 1, f"experiments/ should hold exactly one {name}.py, found {found}"
+    return found[0]
+
+
 @contextlib.contextmanager
 def _experiment(name: str):
-    """experiments/<name>.py imported as the module `name` (experiments/ is on sys.path, as when a script runs),
-    fresh for each use and forgotten afterwards."""
-    sys.modules.pop(name, None)
+    """experiments/.../<name>.py imported as the module `name`, with its own folder first on sys.path and
+    experiments/ after it (as when the script runs: its siblings and the shared benchmark module import by name),
+    fresh for each use and forgotten afterwards, the modules it imported from its folder and the path included."""
+    folder = str(experiment_path(name).parent)
+    siblings = {path.stem for path in experiment_path(name).parent.glob("*.py")}
+    path_before = list(sys.path)
+    for module in siblings:
+        sys.modules.pop(module, None)
+    sys.path[:0] = [folder, str(EXPERIMENTS)]
     try:
         yield importlib.import_module(name)
     finally:
-        sys.modules.pop(name, None)
+        sys.path[:] = path_before
+        for module in siblings:
+            sys.modules.pop(module, None)
 
 
 @pytest.fixture(scope="session")
 def load_experiment():
-    """`with load_experiment("bench_games") as module: module.main(argv)`: an experiment script as a module."""
+    """`with load_experiment("bench_games") as module: module.main(argv)`: an experiment script as a module, found by
+    its name anywhere under experiments/."""
     return _experiment
 
 

@@ -1,4 +1,4 @@
-"""experiments/accelerator_call.sh, a device lease's prepared work, runs its steps whole on the CPU at a tiny size
+"""experiments/tools/accelerator_call.sh, a device lease's prepared work, runs its steps whole on the CPU at a tiny size
 (marked slow: two trainings and their evaluations, about a minute each), so that its first run on an accelerator
 is not its first run; everything it reports lands in $OUT."""
 
@@ -21,15 +21,16 @@ TINY_TRAIN = ("--network.num_blocks 1 --network.num_channels 8 --network.value_h
 def _call(step: str, tmp_path: pathlib.Path, **variables: str) -> pathlib.Path:
     out = tmp_path / "out"
     env = {**os.environ, "OUT": str(out), "RUNS": str(tmp_path / "runs"), "PYTHON": sys.executable, **variables}
-    done = subprocess.run(["bash", "experiments/accelerator_call.sh", step], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=600)
+    done = subprocess.run(["bash", "experiments/tools/accelerator_call.sh", step], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return out
 
 
 def test_an_unknown_step_is_refused(tmp_path):
-    done = subprocess.run(["bash", "experiments/accelerator_call.sh", "everything"], cwd=ROOT, capture_output=True,
-                          text=True, env={**os.environ, "OUT": str(tmp_path), "PYTHON": sys.executable}, timeout=120)
+    done = subprocess.run(["bash", "experiments/tools/accelerator_call.sh", "everything"], cwd=ROOT,
+                          capture_output=True, text=True,
+                          env={**os.environ, "OUT": str(tmp_path), "PYTHON": sys.executable}, timeout=120)
     assert done.returncode == 2 and "unknown step everything" in done.stderr
 
 
@@ -55,7 +56,7 @@ def test_the_sweep_step_writes_its_table(tmp_path):
     sets = " ".join(f"{flag[2:]}={value}" for flag, value in zip(words[::2], words[1::2], strict=True))
     out = _call("sweep", tmp_path, MINUTES="0.1", GAMES="2", VARIANTS="preset,old",
                 SWEEP_ARGS=f"--set {sets} --eval-simulations 2")
-    [table] = out.glob("*-sweep-connect_four.md")
+    [table] = out.glob("connect_four-*.md")
     assert "| preset | (the preset) |" in table.read_text() and "| old |" in table.read_text()  # both ran (exit 0)
     assert (out / "sweep.log").is_file()
 

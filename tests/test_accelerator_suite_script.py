@@ -1,8 +1,9 @@
-"""experiments/accelerator_suite.py --quick on the CPU: throughput beside the reference with the FLOP figures and
-the per-network figures, written as <device>-<date>.md and .json. Both runs of the script are slow tests, as the
-other benchmarks' whole runs are: one in bfloat16 alone (the GPU presets' dtype; float32 self-play beside the
-reference is test_bench_selfplay's), one with both dtypes and the training part (learns.py and the race at the GPU
-preset, shrunk; each of those scripts has a smoke test of its own). The default suite checks the configs they use."""
+"""experiments/benchmarks/accelerator_suite.py --quick on the CPU: throughput beside the reference with the FLOP figures
+and the per-network figures, written as accelerator_suite-<device>-<date>.md and .json. Both runs of the script are
+slow tests, as the other benchmarks' whole runs are: one in bfloat16 alone (the GPU presets' dtype; float32 self-play
+beside the reference is test_bench_selfplay's), one with both dtypes and the training part (learns.py and the race at
+the GPU preset, shrunk; each of those scripts has a smoke test of its own). The default suite checks the configs they
+use."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def test_quick_suite(load_experiment, tmp_path):
     for entry in results["per_network"]:
         assert entry["sgd_steps_per_s"] > 0 and entry["largest_batch"] == 16  # --quick stops doubling at 16
     assert results["training"] == {}
-    written = list(tmp_path.glob("cpu-*.md"))
+    written = list(tmp_path.glob("accelerator_suite-cpu-*.md"))
     assert len(written) == 1 and "Self-play throughput" in written[0].read_text()
     assert json.loads(written[0].with_suffix(".json").read_text())["quick"] is True
 
@@ -66,7 +67,7 @@ def test_quick_suite_trains(load_experiment, tmp_path):
         results = suite.main(["--quick", "--train-seconds", "3", "--out-dir", str(tmp_path)])
     assert {(r["dtype"], r["batch_size"]) for r in results["throughput"]} == {("float32", 8), ("bfloat16", 8)}
     assert results["training"]["learns"]["iterations"] >= 1 and results["training"]["race"]["azjax_curve"]
-    assert "## Training" in next(tmp_path.glob("cpu-*.md")).read_text()
+    assert "## Training" in next(tmp_path.glob("accelerator_suite-cpu-*.md")).read_text()
 
 
 def test_on_a_cpu_the_suite_says_what_its_sizes_cost(load_experiment):

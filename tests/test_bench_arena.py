@@ -1,5 +1,5 @@
-"""Smoke test of experiments/bench_arena.py: its quick mode runs, reports positive times, and the self-play match
-(two deterministic agents) plays the same games with and without compaction (timings never asserted)."""
+"""Smoke test of experiments/benchmarks/bench_arena.py: its quick mode runs, reports positive times, and the self-play
+match (two deterministic agents) plays the same games with and without compaction (timings never asserted)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Smoke tests of experiments/bench_games.py: its quick mode runs and reports positive rates (timings never
+"""Smoke tests of experiments/benchmarks/bench_games.py: its quick mode runs and reports positive rates (timings never
 asserted)."""
 
 from __future__ import annotations

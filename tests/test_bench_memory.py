@@ -1,4 +1,4 @@
-"""experiments/bench_memory.py at a tiny size: a row per game with the memory XLA says each program needs."""
+"""experiments/benchmarks/bench_memory.py at a tiny size: a row per game with the memory XLA says each program needs."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Smoke tests of experiments/bench_selfplay.py: its quick mode runs and reports positive rates for azjax and the
-pgx + mctx reference (timings never asserted)."""
+"""Smoke tests of experiments/benchmarks/bench_selfplay.py: its quick mode runs and reports positive rates for azjax and
+the pgx + mctx reference (timings never asserted)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Smoke test of experiments/bench_train.py: both convolution gradients run and report positive figures
+"""Smoke test of experiments/benchmarks/bench_train.py: both convolution gradients run and report positive figures
 (timings never asserted). Slow-marked (47 s on the 2 cores): the gradient it times is tested against XLA's in
 test_networks, and the suite had grown to 17.5 minutes."""
 

@@ -1,5 +1,5 @@
-"""Smoke test of experiments/bench_uct.py: its quick mode times both UCT searches on tic-tac-toe and writes what it
-prints (timings never asserted)."""
+"""Smoke test of experiments/benchmarks/bench_uct.py: its quick mode times both UCT searches on tic-tac-toe and writes
+what it prints (timings never asserted)."""
 
 from __future__ import annotations
 

@@ -183,7 +183,7 @@ def test_uct_counts_every_simulation_once_and_stays_legal(c4):
 
 
 def test_uct_searches_as_the_mctx_version_does(c4):
-    """The tree search of `uct_analysis` against the mctx-based one it replaced (experiments/uct_reference.py): the
+    """The tree search of `uct_analysis` against the mctx-based one it replaced (tests/uct_reference.py): the
     same rules with other random numbers, so over many copies of each position the mean visit shares and root
     values agree within sampling noise."""
     from uct_reference import mctx_uct_analysis

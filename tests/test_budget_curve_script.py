@@ -1,5 +1,5 @@
-"""experiments/budget_curve.py: the strength-against-budget picture and table from `azjax eval --positions --json`
-files (hand-made ones here: the script reads, it does not train or judge)."""
+"""experiments/studies/budget_curve/budget_curve.py: the strength-against-budget picture and table from `azjax eval
+--positions --json` files (hand-made ones here: the script reads, it does not train or judge)."""
 
 from __future__ import annotations
 
@@ -51,22 +51,24 @@ def test_a_missing_agent_or_stratum_is_named(load_experiment, tmp_path):
 
 
 def readme_commands(script: str) -> list[str]:
-    """Every `python experiments/SCRIPT ...` the READMEs give in backticks, but the templates (with "...")."""
-    text = "\n".join((REPO / name).read_text() for name in ("README.md", "experiments/README.md"))
+    """Every `python experiments/.../SCRIPT ...` the READMEs give in backticks, but the templates (with "...")."""
+    text = "\n".join((REPO / name).read_text()
+                     for name in ("README.md", "experiments/README.md", "experiments/studies/budget_curve/README.md"))
     spans = (" ".join(span.split()) for span in re.findall(r"`([^`]*)`", text))
-    return [span for span in spans if span.startswith(f"python experiments/{script}") and "..." not in span]
+    return [span for span in spans if span.startswith("python experiments/") and "..." not in span
+            and span.split()[1].endswith(f"/{script}")]
 
 
 def test_the_readmes_command_draws_the_recorded_curve(tmp_path):
-    """`python experiments/budget_curve.py` as the READMEs write it: the recorded points, into runs/ (not into the
-    committed record), the same table as the record's."""
+    """`python experiments/studies/budget_curve/budget_curve.py` as the READMEs write it: the recorded points, into
+    runs/ (not into the committed record), the same table as the record's."""
     commands = readme_commands("budget_curve.py")
-    assert "python experiments/budget_curve.py" in commands
+    assert "python experiments/studies/budget_curve/budget_curve.py" in commands
     for command in commands:
         argv = shlex.split(command)
         argv[:2] = [sys.executable, str(REPO / argv[1])]  # run from elsewhere: its runs/ are the test's
         done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, (command, done.stderr)
-    recorded = (REPO / "experiments/results/connect_four_budget_curve_cpu.md").read_text()
+    recorded = (REPO / "experiments/studies/budget_curve/results/connect_four-cpu-2026-11-27-curve.md").read_text()
     assert (tmp_path / "runs" / "budget_curve.md").read_text() == recorded
     assert (tmp_path / "runs" / "budget_curve.png").read_bytes().startswith(b"\x89PNG")

@@ -346,9 +346,10 @@ def test_validation_does_not_read_the_source(monkeypatch):
 @pytest.mark.parametrize("preset", ["cpu", "gpu"])
 @pytest.mark.parametrize("game", ["tic_tac_toe", "connect_four", "gomoku", "gomoku9", "othello", "othello6", "brandub"])
 def test_every_preset_trains_the_measured_samples_per_played_position(game, preset):
-    """The ratio measured on the CPU presets, kept on the GPU ones (experiments/results/replay_ratio.md): 2 samples
-    per played position where unfinished games are dropped, 4 where they are kept (about twice the positions reach
-    replay: the same samples per position there, as measured on Connect Four)."""
+    """The ratio measured on the CPU presets, kept on the GPU ones
+    (experiments/studies/presets/results/presets-cpu-2026-11-24-replay_ratio.md): 2 samples per played position where
+    unfinished games are dropped, 4 where they are kept (about twice the positions reach replay: the same samples per
+    position there, as measured on Connect Four)."""
     config = get_config(game, preset)
     samples = config.train.num_sgd_steps * config.train.batch_size
     expected = 4 if config.selfplay.keep_unfinished else 2

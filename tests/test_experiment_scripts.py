@@ -1,7 +1,8 @@
-"""What every script in experiments/ shares: its `if __name__ == "__main__":` goes through `benchmark.run_main`, so
-that Ctrl-C prints one line and exits with status 130 (a stand-in script interrupted in a subprocess: in Python,
-inside a call that never returns to Python, after a handler of its own kept the first Ctrl-C; marked slow,
-search_curve.py itself), and no default output of a script is a file that git tracks."""
+"""What every script under experiments/ (benchmarks/, studies/NAME/, tools/) shares: its `if __name__ ==
+"__main__":` goes through `benchmark.run_main`, so that Ctrl-C prints one line and exits with status 130 (a stand-in
+script interrupted in a subprocess: in Python, inside a call that never returns to Python, after a handler of its own
+kept the first Ctrl-C; marked slow, search_curve.py itself), and no default output of a script is a file that git
+tracks."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 EXPERIMENTS = REPO / "experiments"
-SCRIPTS = sorted(path for path in EXPERIMENTS.glob("*.py") if "def main(" in path.read_text())
+SCRIPTS = sorted(path for path in EXPERIMENTS.rglob("*.py") if "def main(" in path.read_text())
 
 # A script as the experiments are: its main notes what it writes, prints without flushing, says it has started (a
 # file), then waits, either in Python (a sleep, which the signal interrupts) or with SIGINT blocked in the main thread
@@ -146,8 +147,10 @@ def written_over(path: pathlib.Path | str, tracked: set[pathlib.Path]) -> list[p
 
 # The options that name what a script writes (files, or directories it fills with files of its own names).
 OUTPUT_OPTIONS = {"out", "out_dir", "results_dir", "runs_dir", "run_dir", "json", "trace"}
-# The directories where scripts write new dated records (<device>-<date>...): never a committed file's name.
-DATED_RECORDS = {pathlib.Path("experiments/results")}
+# The directories where scripts write new dated records (<subject>-<device>-<date>[-<variant>], today's date):
+# never a committed file's name.
+DATED_RECORDS = {pathlib.Path("experiments/benchmarks/results"), pathlib.Path("experiments/studies/strength/results"),
+                 pathlib.Path("experiments/studies/gpu_sweep/results")}
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda path: path.name)
@@ -168,13 +171,13 @@ def test_computed_default_outputs_are_not_committed_files(load_experiment):
 
     tracked = tracked_files()
     # What the defaults were: the committed records (the check sees them).
-    assert written_over("experiments/results/search_curve_connect_four_cpu.md", tracked)
+    assert written_over("experiments/studies/search_curve/results/connect_four-cpu-2026-11-27.md", tracked)
     assert written_over(REPO / "azjax" / "pretrained" / "connect_four", tracked)
     with load_experiment("search_curve") as search_curve:
         for game in ("tic_tac_toe", "connect_four"):
             for position_set in (None, *positions.set_names(game)):
-                for platform in ("cpu", "gpu", "tpu"):
-                    out = search_curve.default_out(game, position_set, platform)
+                for device in ("cpu", "gpu-nvidia-h200", "tpu-tpu-v5-lite"):
+                    out = search_curve.default_out(game, position_set, device)
                     assert not written_over(out, tracked) and not written_over(out.with_suffix(".json"), tracked)
     with load_experiment("pretrain") as pretrain:
         for game in pretrain.GAMES:
@@ -186,7 +189,8 @@ def test_ctrl_c_stops_a_real_script_during_its_next_search(tmp_path):
     """search_curve.py interrupted after its first row, while its 512-simulation search compiles or runs: one line
     naming what it wrote, exit status 130, and the row it finished on disk."""
     out = tmp_path / "curve.md"
-    process = subprocess.Popen([sys.executable, str(EXPERIMENTS / "search_curve.py"), "pretrained:connect_four",
+    process = subprocess.Popen([sys.executable, str(EXPERIMENTS / "studies/search_curve/search_curve.py"),
+                                "pretrained:connect_four",
                                 "--simulations", "512", "--out", str(out)], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     try:

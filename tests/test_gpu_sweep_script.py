@@ -1,7 +1,7 @@
-"""experiments/gpu_sweep.py: its variants are valid configs (the "old" one the GPU preset measured on an H200), its
-default minutes fit its budget, its report has a row per variant; and, marked slow, the whole sweep on the CPU at a
-tiny size: two variants trained a few seconds each in their own processes, judged on the labelled positions and in
-a round robin, written as <device>-<date>-sweep-<game>.md and .json."""
+"""experiments/studies/gpu_sweep/gpu_sweep.py: its variants are valid configs (the "old" one the GPU preset measured on
+an H200), its default minutes fit its budget, its report has a row per variant; and, marked slow, the whole sweep on the
+CPU at a tiny size: two variants trained a few seconds each in their own processes, judged on the labelled positions and
+in a round robin, written as <game>-<device>-<date>.md and .json."""
 
 from __future__ import annotations
 
@@ -31,7 +31,8 @@ def test_every_variant_is_a_valid_config_that_trains_the_presets_samples(load_ex
 
 
 def test_the_old_connect_four_variant_is_the_preset_measured_on_an_h200(load_experiment):
-    """The Connect Four GPU preset of experiments/results/gpu-nvidia-h200-2026-11-26.md, field for field."""
+    """The Connect Four GPU preset of experiments/benchmarks/results/accelerator_suite-gpu-nvidia-h200-2026-11-26.md,
+    field for field."""
     measured = Config(
         game="connect_four",
         num_iterations=400,
@@ -121,7 +122,7 @@ def test_a_tiny_sweep_on_the_cpu(load_experiment, tmp_path):
         results = sweep.main(["--game", "tic_tac_toe", "--variants", "preset,short", "--minutes", "0.05", "--games",
                               "2", "--runs-dir", str(tmp_path / "runs"), "--results-dir", str(tmp_path / "results"),
                               "--set", *TINY_SET])
-    [markdown] = (tmp_path / "results").glob("*-sweep-tic_tac_toe.md")
+    [markdown] = (tmp_path / "results").glob("tic_tac_toe-cpu-*.md")
     written = json.loads(markdown.with_suffix(".json").read_text())
     assert written["variants"] == json.loads(json.dumps(results["variants"]))
     assert [row["variant"] for row in written["variants"]] == ["preset", "short"]

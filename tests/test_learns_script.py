@@ -1,4 +1,4 @@
-"""experiments/learns.py's refusals (its whole run is smoke-tested in test_train_recipe_script.py)."""
+"""experiments/studies/strength/learns.py's refusals (its whole run is smoke-tested in test_train_recipe_script.py)."""
 
 from __future__ import annotations
 

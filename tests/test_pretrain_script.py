@@ -1,5 +1,5 @@
-"""experiments/pretrain.py end to end at a tiny size: train (a subprocess `azjax train`), package as a shipped agent,
-measure; the card records each step's command, and the packaged agent loads as pretrained:GAME."""
+"""experiments/tools/pretrain.py end to end at a tiny size: train (a subprocess `azjax train`), package as a shipped
+agent, measure; the card records each step's command, and the packaged agent loads as pretrained:GAME."""
 
 from __future__ import annotations
 

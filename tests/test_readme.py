@@ -58,7 +58,7 @@ def test_no_line_count_of_the_example_is_wrong():
 
 
 def test_the_docs_show_the_shipped_agents_as_their_cards_say(load_experiment):
-    """The table of docs/guides/pretrained.md is `python experiments/pretrain.py --table`: the cards' figures."""
+    """The table of docs/guides/pretrained.md is `python experiments/tools/pretrain.py --table`: the cards' figures."""
     with load_experiment("pretrain") as script:
         table = script.table()
     assert len(table.splitlines()) >= 7 and table in page("guides/pretrained.md")  # a row per agent: 5 at least

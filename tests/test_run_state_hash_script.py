@@ -1,4 +1,4 @@
-"""experiments/run_state_hash.py: one hash over every array of a run state, which a change of a value, a dtype, a
+"""experiments/tools/run_state_hash.py: one hash over every array of a run state, which a change of a value, a dtype, a
 shape or a key's bits changes (the refactor's proof that a run computes what it did)."""
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""experiments/search_curve.py: the network alone and each search judged on the same labelled positions, one row
-each, written as markdown and JSON (the shipped tic-tac-toe agent at 1 and 2 simulations; marked slow)."""
+"""experiments/studies/search_curve/search_curve.py: the network alone and each search judged on the same labelled
+positions, one row each, written as markdown and JSON (the shipped tic-tac-toe agent at 1 and 2 simulations; marked
+slow)."""
 
 from __future__ import annotations
 

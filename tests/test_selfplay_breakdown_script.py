@@ -1,4 +1,4 @@
-"""experiments/selfplay_breakdown.py at its --quick size on the CPU: the four programs timed, their shares of
+"""experiments/benchmarks/selfplay_breakdown.py at its --quick size on the CPU: the four programs timed, their shares of
 self-play's time, the table and JSON written (issue 41's "where does the time go", prepared for an accelerator)."""
 
 from __future__ import annotations

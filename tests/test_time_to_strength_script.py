@@ -1,5 +1,5 @@
-"""experiments/time_to_strength.py: the reference's value targets against a hand-worked window, and the whole race
-on a TINY tic-tac-toe config."""
+"""experiments/studies/time_to_strength/time_to_strength.py: the reference's value targets against a hand-worked window,
+and the whole race on a TINY tic-tac-toe config."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Smoke test of experiments/train.py (the per-game training recipes) and of experiments/learns.py beneath it, on a
-TINY tic-tac-toe config, in one run: it trains with evaluations against the recipe's baselines, keeps the first
-checkpoint aside, plays the final matches from random openings, writes learns.json and the results file; then
-learns.py with `--seconds 0` evaluates again without training."""
+"""Smoke test of experiments/studies/strength/train.py (the per-game training recipes) and of
+experiments/studies/strength/learns.py beneath it, on a TINY tic-tac-toe config, in one run: it trains with evaluations
+against the recipe's baselines, keeps the first checkpoint aside, plays the final matches from random openings, writes
+learns.json and the results file; then learns.py with `--seconds 0` evaluates again without training."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def test_a_recipe_trains_evaluates_and_writes_its_results(load_experiment, tiny_
     with load_experiment("train") as recipes:
         results = recipes.main(argv)
         assert recipes.RECIPES["tic_tac_toe"].baselines == ("random", "onestep", "perfect")
-    written = list((tmp_path / "results").glob("tic_tac_toe-cpu-cpu-*.json"))
+    written = list((tmp_path / "results").glob("tic_tac_toe-cpu-*-cpu.json"))
     assert len(written) == 1 and json.loads(written[0].read_text())["final"] == results["final"]
     curve = results["during_training"]  # the first iteration runs alone (learns.py keeps it aside), then one more
     assert [record["iteration"] for record in curve] == [2]

@@ -1,5 +1,5 @@
-"""Smoke test of experiments/tree_reuse.py on an untrained TINY tic-tac-toe run: the reusing agent plays the plain
-one with each policy, and the self-play cost is measured with and without reuse."""
+"""Smoke test of experiments/studies/tree_reuse/tree_reuse.py on an untrained TINY tic-tac-toe run: the reusing agent
+plays the plain one with each policy, and the self-play cost is measured with and without reuse."""
 
 from __future__ import annotations
 

@@ -58,7 +58,7 @@ compares a new board with those two and three moves before, which can never recu
 as the document sets no limit. Its author's package `brandub` (PyPI) plays the same rules with
 `capture="board"`, but for a draw when a board recurs within its last ten positions, whoever is to move, and an
 attacker beside the castle the monarch holds, which it never takes against it
-(tests/games/test_brandub_package.py compares them; experiments/results/brandub_rules.md).
+(tests/games/test_brandub_package.py compares them; experiments/studies/brandub_rules/README.md).
 
 Board: int8 [49], row-major, row 0 at the top (rank 7): 0 empty, 1 attacker, 2 defender, 3 monarch. The monarch
 is removed from the board when captured.

@@ -19,7 +19,8 @@ import jax.numpy as jnp
 from azjax.games.base import Game, State
 
 # Moves stepped at once per state: larger chunks waste steps rounding each state's moves up to whole chunks and
-# grow the peak memory (measured on Brandub: experiments/results/lookahead_chunk_cpu.md).
+# grow the peak memory (measured on Brandub:
+# experiments/studies/presets/results/brandub-cpu-2026-12-02-lookahead_chunk.md).
 CHUNK = 8
 
 

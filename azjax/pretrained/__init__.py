@@ -17,7 +17,7 @@ Each agent is a directory `azjax/pretrained/<game>/` of three files:
                     observation version of the game that trained it, the SHA-256 of model.msgpack, and its strength
                     as measured, each figure with the command that reproduces it
 
-`experiments/pretrain.py GAME` trains one, writes these files and measures it. Loading checks the checksum and
+`experiments/tools/pretrain.py GAME` trains one, writes these files and measures it. Loading checks the checksum and
 every array's shape against the config before a network sees them (`CheckpointError` otherwise).
 """
 

@@ -1,9 +1,9 @@
 """Labelled positions: solved positions of a game, grouped in strata, that judge an agent's moves and values.
 
 A game with labelled positions gets the same figures everywhere (training's evaluation, `azjax eval RUN
---positions`, experiments/learns.py): the *optimal-move rate*, the share of positions where an agent's move keeps
-the game-theoretic outcome (a won position stays won, a drawn one drawn), per stratum with a Wilson interval, and
-the *value accuracy*, the share where the sign of the value head (-1/3 and 1/3 split loss, draw and win) names the
+--positions`, experiments/studies/strength/learns.py): the *optimal-move rate*, the share of positions where an agent's
+move keeps the game-theoretic outcome (a won position stays won, a drawn one drawn), per stratum with a Wilson interval,
+and the *value accuracy*, the share where the sign of the value head (-1/3 and 1/3 split loss, draw and win) names the
 outcome.
 
     labelled = positions.load("connect_four")        # None for a game without labelled positions

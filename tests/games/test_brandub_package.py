@@ -10,7 +10,7 @@ Once as the package's own `movement.move` (every piece on the board checked), ag
 `capture="board"`, stepped from the same position. Ends are compared where the package has one: the monarch
 off the board or on a corner, or no move for the side to move.
 
-Known differences, each counted, explained and bounded below (experiments/results/brandub_rules.md):
+Known differences, each counted, explained and bounded below (experiments/studies/brandub_rules/README.md):
 * the castle quirk: the package's `is_piece_captured` counts the castle twice when the monarch holds it (the square
   and the monarch), and two hostile things are not one to it, so it never takes an attacker there between the
   monarch and a defender; the document does, and the package's README says it should. A difference is put down

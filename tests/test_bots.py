@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from tiny import jit_optimised
 
 from azjax import agent_specs, arena, bots, games, openings, results, uct
 from azjax import perfect as perfect_lib
@@ -135,7 +136,7 @@ def test_the_sampler_draws_legal_moves_uniformly():
 
 
 def test_rollout_values_from_the_movers_side(ttt):
-    rollout = jax.jit(functools.partial(uct.rollout_values, game=ttt))
+    rollout = jit_optimised(functools.partial(uct.rollout_values, game=ttt))
     # X to move, one cell left, and it completes X's row: every rollout is a win for X.
     x_wins = ttt.from_ascii("X X .\nO O X\nO X O")
     # X to move, one cell left, and it draws.
@@ -155,7 +156,7 @@ def uct200(ttt):
 
 
 def test_uct_takes_the_win_and_blocks(ttt, uct200):
-    analyse = jax.jit(uct200.analyse)
+    analyse = jit_optimised(uct200.analyse)
     states = jax.tree.map(lambda *x: jnp.concatenate(x), copies(ttt.from_ascii(TTT_WIN), 8),
                           copies(ttt.from_ascii(TTT_BLOCK), 8))
     analysis = analyse(jax.random.key(3), states)
@@ -173,7 +174,7 @@ def _c4_positions(c4, count: int, moves: int, seed: int):
 
 def test_uct_counts_every_simulation_once_and_stays_legal(c4):
     states = _c4_positions(c4, 16, 6, seed=0)
-    analysis = jax.jit(uct.uct_bot(c4, 64).analyse)(jax.random.key(0), states)
+    analysis = jit_optimised(uct.uct_bot(c4, 64).analyse)(jax.random.key(0), states)
     policy, legal = np.asarray(analysis.policy), np.asarray(states.legal_action_mask)
     np.testing.assert_allclose(policy.sum(-1), 1.0, atol=1e-6)
     assert np.all(policy[~legal] == 0.0) and np.all(legal[np.arange(16), np.asarray(analysis.action)])
@@ -190,8 +191,8 @@ def test_uct_searches_as_the_mctx_version_does(c4):
 
     states = _c4_positions(c4, 8, 8, seed=1)
     many = jax.tree.map(lambda x: jnp.repeat(x, 48, axis=0), states)  # 48 copies of each of 8 positions
-    ours = jax.jit(functools.partial(uct.uct_analysis, game=c4, num_simulations=200))(jax.random.key(1), many)
-    theirs = jax.jit(functools.partial(mctx_uct_analysis, game=c4, num_simulations=200))(jax.random.key(2), many)
+    ours = jit_optimised(functools.partial(uct.uct_analysis, game=c4, num_simulations=200))(jax.random.key(1), many)
+    theirs = jit_optimised(functools.partial(mctx_uct_analysis, game=c4, num_simulations=200))(jax.random.key(2), many)
     copies = lambda x: np.asarray(x, np.float64).reshape(8, 48, *np.shape(x)[1:])  # noqa: E731
     mean = lambda x: copies(x).mean(axis=1)  # noqa: E731
     for field in ("policy", "value"):

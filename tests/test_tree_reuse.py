@@ -384,11 +384,12 @@ def test_reuse_specs(setting, untrained_run):
     assert result.games == 8
     # A kept tree holds the search of the position it is about: its root saw the new simulations on top.
     states = jax.vmap(game.init)(jax.random.split(jax.random.key(2), 2))
+    analyse, follow = jax.jit(bot.memory.analyse), jax.jit(bot.memory.follow)  # as the matches call them
     memory = bot.memory.init(states)
-    analysis, memory = bot.memory.analyse(jax.random.key(3), states, memory)
-    memory = bot.memory.follow(memory, analysis.action, jnp.ones(2, bool))
+    analysis, memory = analyse(jax.random.key(3), states, memory)
+    memory = follow(memory, analysis.action, jnp.ones(2, bool))
     inherited = np.asarray(memory.tree.node_visits[:, 0])
-    analysis, after = bot.memory.analyse(jax.random.key(4), jax.vmap(game.step)(states, analysis.action), memory)
+    analysis, after = analyse(jax.random.key(4), jax.vmap(game.step)(states, analysis.action), memory)
     np.testing.assert_array_equal(np.asarray(after.tree.node_visits[:, 0]), inherited + 6)
 
 

@@ -8,6 +8,7 @@ reanalysis of hand-made positions with a search deep enough to see an immediate 
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -109,7 +110,8 @@ def test_the_new_search_value_is_for_the_player_to_move(game, tiny_config):
                  value_target=jnp.array([-0.5, -0.5]), surprise=jnp.zeros(2))
     replayable = replay.Replayable(state=states, move_number=jnp.array([4, 4]), outcome=jnp.array([-1.0, -1.0]))
     buffer = replay.add(buffer, rows, jnp.array([True, True]), player=states.current_player, replayable=replayable)
-    new, metrics = training.reanalyse(jax.random.key(1), variables, buffer, parts=parts, config=config)
+    reanalyse = jax.jit(functools.partial(training.reanalyse, parts=parts, config=config))  # as the iteration runs it
+    new, metrics = reanalyse(jax.random.key(1), variables, buffer)
     assert int(metrics["reanalysed"]) == 2
     np.testing.assert_allclose(np.asarray(new.data.value_target)[:2], 0.0, atol=1e-5)
     assert np.all(np.argmax(np.asarray(new.data.policy_target)[:2], axis=1) == 2)  # the winning move
@@ -188,8 +190,9 @@ def test_reanalyse_max_moves_searches_only_the_opening_again(run, config):
     opening = config_lib.with_overrides(config, {"train.reanalyse_max_moves": 2})
     buffer = run[1].replay
     variables = run[1].train_state.variables
-    new, metrics = training.reanalyse(jax.random.key(5), variables, buffer,
-                                      parts=training.make_components(opening), config=opening)
+    reanalyse = jax.jit(functools.partial(training.reanalyse, parts=training.make_components(opening),
+                                          config=opening))
+    new, metrics = reanalyse(jax.random.key(5), variables, buffer)
     moves = np.asarray(buffer.replayable.move_number)
     eligible = np.asarray(buffer.ready) & (moves <= 2)
     assert int(metrics["reanalysed"]) == min(eligible.sum(), opening.train.reanalyse_positions) > 0

@@ -401,6 +401,8 @@ def main(argv: list[str] | None = None) -> dict:
     lines += block
 
     if not args.no_training:
+        studies = pathlib.Path(__file__).resolve().parents[1] / "studies"  # part 3 runs two studies' scripts
+        sys.path[:0] = [str(studies / "strength"), str(studies / "time_to_strength")]
         import learns
         import time_to_strength
 

@@ -88,7 +88,7 @@ class SelfPlayConfig:
     resign_disabled_fraction: float = 0.1  # share of games that never resign, to measure false positives
     # Off by default, as it measured worse at a constant learning rate; the CPU presets but tic-tac-toe's keep them
     # with their cosine schedule (experiments/studies/presets/README.md,
-    # experiments/studies/strength/results/connect_four-cpu-2026-11-27.txt).
+    # experiments/studies/strength/results/).
     keep_unfinished: bool = False  # a game outlasting an iteration: its positions wait in replay (False: dropped)
     # Playout-cap randomisation (KataGo): only fully searched moves train the policy; all train the value.
     full_search_fraction: float = 1.0  # share of self-play steps searched in full, the rest fast; 1: all in full

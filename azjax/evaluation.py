@@ -132,7 +132,7 @@ def head_to_head(
 # UCT (mcts:100) is a baseline of the evaluation during training only in games shorter than this many moves: its
 # rollouts play to the game's end at every simulation, so that in longer games (Brandub, Gomoku 15x15, Othello 8x8)
 # the evaluation's games against it would take minutes to an hour (figures:
-# experiments/benchmarks/results/bench_uct-cpu-2026-11-27.txt).
+# experiments/benchmarks/results/, bench_uct).
 UCT_MAX_LENGTH = 100
 
 

@@ -13,7 +13,7 @@ from azjax.training import split_batches
 
 # Splitting a CPU run over one jax device per core pays only when each batched network evaluation is large, as
 # XLA already spreads one device's convolutions over the cores (measured:
-# experiments/benchmarks/results/bench_layout-cpu-2026-11-24.txt).
+# experiments/benchmarks/results/, bench_layout).
 CPU_SPLIT_MIN_MACS = 100e6
 
 

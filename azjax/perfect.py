@@ -116,7 +116,7 @@ def perfect_bot(
     game (tic-tac-toe), from the alpha-beta solver for Connect Four.
 
     Connect Four's moves take from milliseconds (15 stones or more) to seconds (about 10) and minutes (the first
-    moves); the times per stratum are in experiments/benchmarks/results/bench_solver-cpu-2026-11-24.txt. A position that
+    moves); the times per stratum are in experiments/benchmarks/results/ (bench_solver). A position that
     takes longer than `max_seconds` stops the match: the solver raises `connect_four.SolveTimeout` inside
     `jax.pure_callback`, which reaches a jitted caller as `jax.errors.JaxRuntimeError` (its message holds the
     SolveTimeout's); `arena.play`, `round_robin.round_robin`, `evaluation.head_to_head` and `play.play_game` raise it as

@@ -103,7 +103,7 @@ def nodes_per_tree(num_simulations: int, *, reuse_tree: bool = False, tree_capac
     """Nodes per game's search tree: `num_simulations` + 1, or with `reuse_tree` `tree_capacity`, by default
     2 x `num_simulations` + 1 (room for the search and as many kept nodes). A larger tree costs more per search
     (mctx's backward pass carries the whole tree through each step); measured in
-    experiments/studies/tree_reuse/results/connect_four-cpu-2026-11-24.md."""
+    experiments/studies/tree_reuse/results/."""
     if not reuse_tree:
         return num_simulations + 1
     return tree_capacity if tree_capacity is not None else 2 * num_simulations + 1

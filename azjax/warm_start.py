@@ -25,7 +25,7 @@ def warm_start_config(config: Config, source: Config, keep: frozenset[str] = fro
     - The learning rate warms up until the replay buffer first fills (`replay_capacity` / (num_games x num_steps)
       iterations of `num_sgd_steps`), not over `warmup_steps` only: a fresh replay holds one iteration's positions,
       and the preset's peak rate on them undoes a trained network at once (measured:
-      experiments/studies/presets/results/connect_four-cpu-2026-11-27-warm_start.md).
+      experiments/studies/presets/results/).
     - The observation version is the source's (`observation_version`): the network reads the planes it learnt on.
     Nothing changes for a source of another game (`warm_start_weights` refuses it).
     """

@@ -8,7 +8,7 @@ Observation (`make_connect_four(observation_version=...)`), float32, from the si
   planes that state what the rules imply: the playable cells (each open column's lowest empty cell), the empty
   cells where a stone of the mover would complete four in a row, and those where one of the opponent's would
   (threats, playable now or not). At equal training time on the 2-core CPU these planes gained about a point of
-  optimal moves on the labelled positions (experiments/studies/strength/results/connect_four-cpu-2026-11-27.txt).
+  optimal moves on the labelled positions (experiments/studies/strength/results/).
 - version 1: [6, 7, 2], the stones only (as pgx observes it). Networks trained on it (checkpoints, exports, shipped
   agents) keep working: loading one builds the game with the planes it was trained on.
 """

@@ -20,7 +20,7 @@ from azjax.games.base import Game, State
 
 # Moves stepped at once per state: larger chunks waste steps rounding each state's moves up to whole chunks and
 # grow the peak memory (measured on Brandub:
-# experiments/studies/presets/results/brandub-cpu-2026-12-02-lookahead_chunk.md).
+# experiments/studies/presets/results/).
 CHUNK = 8
 
 

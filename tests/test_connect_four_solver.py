@@ -86,6 +86,7 @@ def solver() -> c4.Solver:
 def test_exact_scores_match_exhaustive_minimax(solver):
     rng = np.random.default_rng(0)
     positions = _random_positions(rng, 150, 28, 34)  # 8 to 14 empty cells: exhaustive search is cheap
+    assert len(positions) == 150
     for moves in positions:
         expected = _reference_move_scores(_grid(moves), len(moves), {})
         got = solver.move_scores(moves)
@@ -100,7 +101,9 @@ def test_exact_scores_match_exhaustive_minimax(solver):
 
 def test_best_moves_give_outcomes_and_the_best_exact_scores(solver):
     rng = np.random.default_rng(4)
-    for moves in _random_positions(rng, 40, 16, 30):
+    lines = _random_positions(rng, 40, 16, 30)
+    assert len(lines) == 40
+    for moves in lines:
         exact = solver.move_scores(moves)
         outcomes, scores = solver.best_moves_bits(*c4.encode_moves(moves))
         legal = exact != c4.ILLEGAL
@@ -169,6 +172,7 @@ def test_encode_board_matches_encode_moves():
     rng = np.random.default_rng(3)
     lines = _random_positions(rng, 20, 5, 30)
     states = positions.states_from_moves(games.make("connect_four"), lines)
+    assert len(lines) == len(states.board) == 20
     for row, moves in enumerate(lines):
         board = np.asarray(states.board[row])
         assert c4.encode_board(board, int(states.current_player[row])) == c4.encode_moves(moves)

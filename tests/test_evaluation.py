@@ -97,6 +97,7 @@ def test_openings_vary_deterministic_games_and_pairs_share_them(ttt):
 @pytest.mark.parametrize("compact", [False, True])
 def test_recorded_moves_replay_the_games(ttt, compact):
     games_ = run(ttt, evaluation.random_agent, first_cell, 20, opening_moves=2, seed=3, compact=compact)
+    assert len(games_.seat) == 20
     for seat, moves, length, outcome in zip(games_.seat, games_.moves, games_.length, games_.outcome, strict=True):
         state = ttt.init(jax.random.key(0))
         played = [int(m) for m in moves if m >= 0]

@@ -21,6 +21,7 @@ TINY_SET = ["network.num_blocks=1", "network.num_channels=8", "network.value_hid
 
 def test_every_variant_is_a_valid_config_that_trains_the_presets_samples(load_experiment):
     with load_experiment("gpu_sweep") as sweep:
+        assert sweep.VARIANTS
         for game, variants in sweep.VARIANTS.items():
             assert "preset" in variants and variants["preset"] == {}
             for name in variants:
@@ -80,6 +81,7 @@ def test_every_variants_command_line_is_one_azjax_train_accepts(load_experiment)
 
     parser = cli.build_parser()
     with load_experiment("gpu_sweep") as sweep:
+        assert sweep.VARIANTS and all(sweep.VARIANTS.values())
         for game, variants in sweep.VARIANTS.items():
             for name in variants:
                 arguments = ["train", "--game", game, "--preset", "gpu", "--iterations", "5",

@@ -59,6 +59,7 @@ def test_a_full_column_is_no_mistake(labelled):
 def test_end_game_labels_match_exhaustive_minimax(labelled):
     rows = np.flatnonzero(labelled.stratum == sets.STRATA.index("end-easy"))[:60]
     moves, _, _ = sets.read(sets.DATA_DIR / "end-easy.txt")
+    assert len(rows) == 60
     for row, line in zip(rows, moves[:60], strict=True):
         expected = _reference_move_scores(_grid(line), len(line), {})
         outcomes = [positions.ILLEGAL if s is None else int(np.sign(s)) for s in expected]
@@ -71,6 +72,7 @@ def test_regenerating_gives_the_shipped_files(tmp_path):
     not depend on its size)."""
     generated = sets.generate(seed=0, per_stratum=2, processes=1, chunk=8, log=lambda _: None)
     sets.write(generated, tmp_path, seed=0)
+    assert len(sets.STRATA) == 6
     for name in sets.STRATA:
         shipped = (sets.DATA_DIR / f"{name}.txt").read_text().splitlines()
         fresh = (tmp_path / f"{name}.txt").read_text().splitlines()

@@ -133,6 +133,7 @@ def test_the_listing_names_no_run_directory_of_the_machine_that_measured_an_agen
     """A card's opponent that is a run directory (runs/lever-base-s0) is a path on another machine: neither the
     shipped cards' summaries (the README's table) nor `azjax pretrained` name it; experiments/tools/pretrain.py calls
     its --reference by --reference-name."""
+    assert pretrained.names()
     for game in pretrained.names():
         for figure in pretrained.card(game)["strength"]:
             opponent = figure.get("result", {}).get("name_b", "")

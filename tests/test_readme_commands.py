@@ -142,7 +142,9 @@ def test_every_documented_command_parses(capsys):
     """Each command of the README and the docs, parsed by `azjax`'s parser: its subcommand and every option exist
     (spelt in full) and take the values written (`--help` prints the help and exits 0)."""
     parser = build_parser()
-    for command in commands(DOCUMENTED):
+    documented = commands(DOCUMENTED)
+    assert documented
+    for command in documented:
         try:
             args, unknown = parser.parse_known_args(list(command.argv[1:]))
         except SystemExit as error:

@@ -272,7 +272,9 @@ def test_search_finds_the_move(game_name, variant, kind):
 @pytest.mark.parametrize("game_name", GAMES)
 def test_root_value_is_for_the_player_to_move(game_name, variant):
     kinds = np.array(positions(game_name).kinds)
-    for out in searched(game_name, variant):
+    outputs = searched(game_name, variant)
+    assert len(outputs) == len(KEYS)
+    for out in outputs:
         assert np.all(out.root_value[kinds == "win"] > 0), out.root_value[kinds == "win"]
         assert np.all(out.root_value[kinds == "lost"] < 0), out.root_value[kinds == "lost"]
         assert np.all(np.abs(out.root_value) <= 1.0)
@@ -286,7 +288,9 @@ def test_action_value_is_the_chosen_moves_worth(game_name, variant):
     than the root value, which averages in the simulations spent on moves that lose at once."""
     batch = positions(game_name)
     kinds, moves = np.array(batch.kinds), np.array([m if m is not None else -1 for m in batch.moves])
-    for out in searched(game_name, variant):
+    outputs = searched(game_name, variant)
+    assert len(outputs) == len(KEYS)
+    for out in outputs:
         assert np.all(np.abs(out.action_value) <= 1.0 + 1e-6)
         played = out.action == moves
         np.testing.assert_allclose(out.action_value[(kinds == "win") & played], 1.0)
@@ -299,7 +303,9 @@ def test_action_value_is_the_chosen_moves_worth(game_name, variant):
 @pytest.mark.parametrize("game_name", GAMES)
 def test_policy_target_is_a_distribution_over_legal_actions(game_name, variant):
     legal = positions(game_name).legal
-    for out in searched(game_name, variant):
+    outputs = searched(game_name, variant)
+    assert len(outputs) == len(KEYS)
+    for out in outputs:
         assert out.policy_target.dtype == np.float32 and out.policy_target.shape == legal.shape
         np.testing.assert_allclose(out.policy_target.sum(axis=-1), 1.0, rtol=1e-5)
         assert np.all(out.policy_target >= 0)

@@ -101,7 +101,9 @@ def test_counts_and_start_value(host):
 
 
 def test_agrees_with_plain_python_minimax(host):
-    for i in np.flatnonzero(~host.terminal):
+    nonterminal = np.flatnonzero(~host.terminal)
+    assert len(nonterminal) == 4520
+    for i in nonterminal:
         board, player = table_position(host, i)
         value, moves = minimax(board, player)
         assert host.values[i] == value, (board, player)
@@ -112,7 +114,9 @@ def test_agrees_with_plain_python_minimax(host):
 
 def test_terminal_values_are_for_the_player_to_move(host):
     # After a winning move the turn passes to the loser, so a won terminal state has value -1; a draw has 0.
-    for i in np.flatnonzero(host.terminal):
+    terminal = np.flatnonzero(host.terminal)
+    assert len(terminal) == 5478 - 4520
+    for i in terminal:
         board, player = table_position(host, i)
         assert host.values[i] == (-1.0 if has_line(board, 2 - player) else 0.0)
         assert not np.any(host.optimal_actions[i])

@@ -319,6 +319,7 @@ def test_iteration_counters_increment(iterations, tiny_config):
 
 
 def test_iteration_metrics_are_finite_scalars(iterations, tiny_config):
+    assert len(iterations["records"]) == 2
     for record in iterations["records"]:
         metrics = record["metrics"]
         assert SGD_METRICS | SELFPLAY_METRICS <= set(metrics)

@@ -353,6 +353,7 @@ def test_the_arena_lets_a_memory_follow_every_move(setting, compact):
                    bots.Memory(init=lambda states: states, analyse=analyse, follow=follow))
     games_played = jax.device_get(arena.play_games(jax.random.key(0), game, spy, bots.random_bot(), 40,
                                                    opening_moves=2, compact=compact))
+    assert len(games_played.moves) == 40
     for moves in games_played.moves:
         state = game.init(jax.random.key(0))
         for action in moves[moves >= 0]:

@@ -497,6 +497,7 @@ def test_legal_moves_on_random_boards(castle_passable: bool, monarch_enters_cast
     boards, players = random_boards(seed=int(castle_passable) + 2 * int(monarch_enters_castle),
                                     num_boards=NUM_RANDOM_BOARDS)
     masks = np.asarray(jit_optimised(jax.vmap(functools.partial(legal_moves, rules=rules)))(boards, players))
+    assert len(masks) == NUM_RANDOM_BOARDS
     for board, player, mask in zip(boards, players, masks, strict=True):
         wanted = reference_mask(board, int(player), castle_passable=castle_passable,
                                 monarch_enters_castle=monarch_enters_castle)
@@ -928,12 +929,22 @@ def test_symmetry_tables(game: Game) -> None:
                                                  "anti_transpose"}
     by_name = {s.name: s for s in game.symmetries}
     a = game.string_to_action
+    assert len({s.action_index for s in game.symmetries}) == 7  # seven different permutations of the moves
     # Mirroring left-right turns east into west; rotating by 90 degrees (counter-clockwise) turns north into west.
     assert int(by_name["flip_lr"].map_action(a("b4-b6"))) == a("f4-f6")
     assert int(by_name["flip_lr"].map_action(a("a4-c4"))) == a("g4-e4")
     assert int(by_name["flip_ud"].map_action(a("d2-d3"))) == a("d6-d5")
+    assert int(by_name["rot180"].map_action(a("b6-b5"))) == a("f2-f3")
     assert int(by_name["rot90"].map_action(a("d6-d7"))) == a("b4-a4")
-    assert int(by_name["transpose"].map_action(a("d6-d7"))) == a("b4-a4") or True
+    assert int(by_name["rot270"].map_action(a("d6-d7"))) == a("f4-g4")
+    # The board's rows run from 7 (row 0 of the array) down to 1, so `transpose` (rows <-> columns of the array)
+    # mirrors in the a7-g1 diagonal and `anti_transpose` in the a1-g7 one. On the d file both agree with a rotation
+    # (d6-d7 turns to b4-a4 as under rot90); off it, a square on the diagonal stays and the move turns.
+    assert int(by_name["transpose"].map_action(a("d6-d7"))) == a("b4-a4")
+    assert int(by_name["transpose"].map_action(a("b6-b5"))) == a("b6-c6")  # south turns east
+    assert int(by_name["transpose"].map_action(a("c2-c1"))) == a("f5-g5")
+    assert int(by_name["anti_transpose"].map_action(a("e5-g5"))) == a("e5-e7")  # east turns north
+    assert int(by_name["anti_transpose"].map_action(a("c2-c1"))) == a("b3-a3")
 
 
 def test_check_game_passes_with_other_options() -> None:

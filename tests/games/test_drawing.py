@@ -78,6 +78,7 @@ def test_every_native_game_draws(played):
 
 def test_positions_draw_as_svg_with_one_element_per_piece(played):
     game, positions = played
+    assert len(positions) == NUM_POSITIONS
     for position in positions:
         root = parse(game.draw(position.state))
         drawn = {kind: len(with_class(root, kind)) for kind in ("p0", "p1", "king")}
@@ -89,6 +90,7 @@ def test_positions_draw_as_svg_with_one_element_per_piece(played):
 
 def test_the_last_move_is_marked(played):
     game, positions = played
+    assert len(positions[1:]) == NUM_POSITIONS - 1 > 0
     for position in positions[1:]:
         root = parse(drawing.to_svg(game, position.state, last_move=position.last_move))
         assert with_class(root, "last-move"), game.render(position.state)

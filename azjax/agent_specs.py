@@ -105,6 +105,10 @@ def _baseline_bot(spec: str, game: Game | None, solution: solver_lib.Solution | 
         raise SpecError(f"agent {spec!r}: which game? (give --game)")
     if spec == "random":
         return random_bot()
+    if game.has_chance and spec != "perfect":
+        raise SpecError(f"agent {spec!r} cannot play {game.name}, a game with chance: it looks ahead through "
+                        "game.step, which would show it the dice before they are thrown; play random, perfect "
+                        "(where the game is solved) or a trained agent")
     if spec == "onestep":
         return onestep_bot(game)
     if spec == "perfect":

@@ -140,10 +140,13 @@ def default_opponents(game: Game | str) -> tuple[str, ...]:
     """The baselines a run of `game` (a game or its name) is measured against while it trains (agent specs, see
     `agent_specs.make_bot`): random and one-ply tactics; UCT with 100 simulations for games shorter than
     `UCT_MAX_LENGTH` moves (not Brandub, Gomoku 15x15 or Othello 8x8); the perfect player for tic-tac-toe. A
-    one-player game's baseline is the random player, whose mean return the run's is set beside."""
+    one-player game's baseline is the random player, whose mean return the run's is set beside. A game with chance
+    plays the random player, and Pig its optimal player too."""
     game = games.make(game) if isinstance(game, str) else game
     if game.num_players == 1:
         return ("random",)
+    if game.has_chance:  # one-ply tactics and UCT would see the dice through game.step; Pig's optimum is known
+        return ("random", "perfect") if game.name.startswith("pig") else ("random",)
     opponents: tuple[str, ...] = ("random", "onestep")
     if game.max_length < UCT_MAX_LENGTH:
         opponents += ("mcts:100",)
@@ -220,7 +223,8 @@ def make_evaluator(
         return _episode_evaluator(config, game, specs, num_games=num_games, num_simulations=num_simulations,
                                   network=network)
     _refuse_connect_four_perfect(game, specs)
-    solution = solver_lib.solve(game) if "perfect" in specs else None
+    # Pig's perfect player brings its own solution (azjax.solver.pig); other games' is solved here, once.
+    solution = solver_lib.solve(game) if "perfect" in specs and not game.has_chance else None
     bots = tuple(make_bot(spec, game, solution=solution) for spec in specs)
     if mesh is not None:
         mesh = parallel.mesh_for(num_games // 2, devices=list(mesh.devices.flat))

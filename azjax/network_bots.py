@@ -113,9 +113,9 @@ def alphazero_bot(
     with PUCT, where it won at equal time; not with Gumbel MuZero, where it did not gain: docs/results/tree-reuse.md) it
     keeps its search tree between moves (in the arena and `azjax play`, which keep its `memory`), following its
     opponent's moves too, and continues it with `num_simulations` new simulations per move, in a tree of
-    `tree_capacity` nodes (default `SearchConfig.capacity`'s)."""
-    if reuse_tree is None:
-        reuse_tree = (policy or agent.config.search.policy) == "puct"
+    `tree_capacity` nodes (default `SearchConfig.capacity`'s); never in a game with chance."""
+    if reuse_tree is None:  # a game with chance keeps no tree (a kept tree would hold one roll of the dice)
+        reuse_tree = (policy or agent.config.search.policy) == "puct" and not agent.game.has_chance
     config = alphazero_search_config(agent, num_simulations=num_simulations, policy=policy, reuse_tree=reuse_tree,
                                      tree_capacity=tree_capacity)
     search_fn = make_search_fn(agent.game, inference_fn(agent.network), config)

@@ -15,10 +15,12 @@ from collections.abc import Iterator
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from azjax import solver as solver_lib
 from azjax.bots import Analysis, Bot, sample_uniform, uniform_policy
 from azjax.games import BoardState, Game, State
+from azjax.games.pig import PigState
 
 PERFECT_MAX_STATES = 20_000  # the perfect player solves the game at once; beyond this many positions it refuses
 CONNECT_FOUR_MAX_SECONDS = 60.0  # Connect Four's perfect player gives up on a position after this long
@@ -62,6 +64,39 @@ def connect_four_perfect_analysis(key: jax.Array, states: BoardState, *, max_sec
         value=jnp.where(states.terminated, jnp.nan, jnp.max(jnp.where(legal, outcomes, -1.0), axis=-1)),
         action_values=outcomes,
     )
+
+
+def pig_perfect_analysis(key: jax.Array, states: PigState, *, tables: tuple[jax.Array, jax.Array]) -> Analysis:
+    """Pig's optimal player: the exact chances of winning after rolling and after holding (`azjax.solver.pig`) as
+    values for the player to move (2p - 1, in [-1, 1]), random among the optimal moves."""
+    roll, hold = tables
+    goal = roll.shape[0]
+    mover = states.current_player
+    mine = jnp.take_along_axis(states.scores, mover[:, None], axis=1)[:, 0]
+    theirs = jnp.take_along_axis(states.scores, 1 - mover[:, None], axis=1)[:, 0]
+    i, j = jnp.clip(mine, 0, goal - 1), jnp.clip(theirs, 0, goal - 1)
+    k = jnp.clip(states.turn_total, 0, goal - 1)
+    values = jnp.stack([roll[i, j, k], hold[i, j, k]], axis=-1)
+    values = jnp.where(states.legal_action_mask, 2.0 * values - 1.0, jnp.nan)
+    best_value = jnp.max(jnp.where(states.legal_action_mask, values, -jnp.inf), axis=-1, keepdims=True)
+    best = states.legal_action_mask & (values >= best_value - 2e-9)
+    return Analysis(
+        action=sample_uniform(key, best),
+        policy=uniform_policy(best),
+        value=jnp.where(states.terminated, jnp.nan, best_value[:, 0]),
+        action_values=values,
+    )
+
+
+def pig_perfect_bot(game: Game) -> Bot:
+    """Pig's optimal player ("perfect"), from the exact solution of its goal (solved on first use; about a second
+    for Pig to 100)."""
+    from azjax.games import pig
+    from azjax.solver import pig as pig_solver
+
+    solution = pig_solver.solve(pig.goal_of(game))
+    tables = (jnp.asarray(solution.roll, jnp.float32), jnp.asarray(np.nan_to_num(solution.hold, nan=0.0), jnp.float32))
+    return Bot("perfect", functools.partial(pig_perfect_analysis, tables=tables))
 
 
 _connect_four_solvers: dict = {}  # one per time limit, made at first use (~80 MB each)
@@ -129,6 +164,8 @@ def perfect_bot(
     """
     if game.name == "connect_four":
         return Bot("perfect", functools.partial(connect_four_perfect_analysis, max_seconds=max_seconds))
+    if game.name.startswith("pig") and game.has_chance:
+        return pig_perfect_bot(game)
     if solution is None:
         try:
             solution = solver_lib.solve(game, max_states=max_states)

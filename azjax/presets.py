@@ -96,6 +96,19 @@ def _preset_othello6_cpu() -> Config:
     )
 
 
+def _preset_pig_cpu() -> Config:
+    # Pig to 100: 2 actions, a die after every roll; games of sensible players last about 100 decisions. PUCT over
+    # Stochastic MuZero's chance nodes (each expansion values the 6 faces at once); CPU_TRAIN, unfinished kept.
+    return Config(
+        game="pig",
+        num_iterations=200,
+        network=NetworkConfig(num_blocks=2, num_channels=32),
+        search=SearchConfig(num_simulations=16, policy="puct", temperature_moves=0),
+        selfplay=SelfPlayConfig(num_games=128, num_steps=32, keep_unfinished=True),
+        train=dataclasses.replace(CPU_TRAIN, num_sgd_steps=64, replay_capacity=65536),
+    )
+
+
 def _preset_brandub_cpu() -> Config:
     # Brandub: 1176 actions (from-square x direction x distance), random games last about 50 moves, 200 at most;
     # CPU_TRAIN with unfinished games kept (measured: experiments/studies/presets/README.md).
@@ -221,6 +234,7 @@ PRESETS: dict[tuple[str, str], typing.Callable[[], Config]] = {
     ("gomoku", "gpu"): _preset_gomoku_gpu,
     ("othello6", "cpu"): _preset_othello6_cpu,
     ("othello", "gpu"): _preset_othello_gpu,
+    ("pig", "cpu"): _preset_pig_cpu,
 }
 
 
@@ -257,16 +271,17 @@ def derived_preset(game: str, preset: str = "cpu") -> Config:
     built = games.make(game)
     cells = int(math.prod(built.observation_shape[:-1])) if len(built.observation_shape) > 1 else 1
     many_actions = built.num_actions > 512
+    policy = "puct" if built.has_chance else "gumbel"  # chance nodes: Stochastic MuZero's search is PUCT
     if preset == "gpu":
         num_games, num_steps = (512 if many_actions else 2048), 64
         network = NetworkConfig(num_blocks=6, num_channels=128, compute_dtype="bfloat16")
-        search = SearchConfig(num_simulations=64, max_num_considered_actions=min(32, built.num_actions))
+        search = SearchConfig(num_simulations=64, max_num_considered_actions=min(32, built.num_actions), policy=policy)
         train = TrainConfig(batch_size=2048, learning_rate=2e-3)
         num_iterations = 400
     else:
         num_games, num_steps = (64 if many_actions else 128), 32
         network = NetworkConfig(num_blocks=2, num_channels=32)
-        search = SearchConfig(num_simulations=16 if cells <= 64 else 32)
+        search = SearchConfig(num_simulations=16 if cells <= 64 else 32, policy=policy)
         train = CPU_TRAIN
         num_iterations = 100
     capacity = max(2 ** math.ceil(math.log2(num_games * (num_steps + built.max_length))), 4 * train.batch_size)

@@ -23,6 +23,13 @@ Tree reuse (`SearchConfig.reuse_tree`): the search takes the tree kept from the 
 `tree_reuse.KeptTree` rooted at the searched positions) and returns its whole tree for the caller to `follow`
 along the move played; see azjax/tree_reuse.py for how each policy treats the inherited visits.
 
+Chance (`game.has_chance`): the search is Stochastic MuZero's (`mctx.stochastic_muzero_policy`, PUCT with
+Dirichlet noise at the root), with the game as the model: after each move a chance node whose outcomes have the
+game's exact probabilities (`chance_outcomes`), each leading to the position `step_outcome` gives. A chance node's
+value, for the player who moved, starts as the expectation over its outcomes of the edge's reward plus the
+(sign-flipped where the turn passes) network value of the position reached: one network call over every outcome
+when the move is first expanded. Tree reuse is not offered there.
+
 Illegal actions are masked at the root through mctx's `invalid_actions` (the inverse of `legal_action_mask`,
 inverted once, here, for mctx's policies and tree reuse's alike) and inside the
 tree by giving them the lowest prior logit; should the tree still pick one, the game's own rule (an illegal move
@@ -84,18 +91,58 @@ def _recurrent_fn(
     variables: dict, key: jax.Array, action: jax.Array, states: State, *, game: Game, apply_fn: ApplyFn
 ) -> tuple[mctx.RecurrentFnOutput, State]:
     del key  # the games are deterministic
-    mover = states.current_player
     next_states = jax.vmap(game.step)(states, action)
     logits, value = evaluate_states(apply_fn, variables, game, next_states)
+    reward, discount, value = _transition_values(next_states, states.current_player, value)
+    output = mctx.RecurrentFnOutput(reward=reward, discount=discount, prior_logits=logits, value=value)
+    return output, next_states
+
+
+def _transition_values(next_states: State, mover: jax.Array, value: jax.Array) -> tuple[jax.Array, ...]:
+    """mctx's reward and discount of the edges to `next_states` from positions where `mover` moved, and the value
+    of the position reached (0 where terminal); see the module docstring's sign conventions."""
     reward = jnp.take_along_axis(next_states.rewards, mover[:, None], axis=1)[:, 0]
     terminal = next_states.terminated
     same_player = next_states.current_player == mover
-    output = mctx.RecurrentFnOutput(
-        reward=reward,
-        discount=jnp.where(terminal, 0.0, jnp.where(same_player, 1.0, -1.0)),
-        prior_logits=logits,
-        value=jnp.where(terminal, 0.0, value),
+    discount = jnp.where(terminal, 0.0, jnp.where(same_player, 1.0, -1.0))
+    return reward, discount, jnp.where(terminal, 0.0, value)
+
+
+def _decision_fn(
+    variables: dict, key: jax.Array, action: jax.Array, states: State, *, game: Game, apply_fn: ApplyFn
+) -> tuple[mctx.DecisionRecurrentFnOutput, dict]:
+    """A chance game's move: the chance node after it, its outcomes' log-probabilities and its value for the mover
+    (the expectation over the outcomes of reward + discount x value of the position reached)."""
+    del key
+    chance_outcomes, step_outcome = game.chance_outcomes, game.step_outcome
+    assert chance_outcomes is not None and step_outcome is not None  # a game with chance has both
+    batch, num_outcomes = action.shape[0], game.num_chance_outcomes
+    probabilities = jax.vmap(chance_outcomes)(states, action)  # [B, C]
+    outcomes = jnp.arange(num_outcomes, dtype=jnp.int32)
+    reached = jax.vmap(lambda s, a: jax.vmap(lambda c: step_outcome(s, a, c))(outcomes))(states, action)
+    flat = jax.tree.map(lambda x: x.reshape(batch * num_outcomes, *x.shape[2:]), reached)
+    _, value = evaluate_states(apply_fn, variables, game, flat)
+    mover = jnp.repeat(states.current_player, num_outcomes)
+    reward, discount, value = _transition_values(flat, mover, value)
+    backed_up = (reward + discount * value).reshape(batch, num_outcomes)
+    output = mctx.DecisionRecurrentFnOutput(
+        chance_logits=jnp.log(probabilities),
+        afterstate_value=jnp.sum(jnp.where(probabilities > 0, probabilities * backed_up, 0.0), axis=-1),
     )
+    return output, {"states": states, "action": action}
+
+
+def _chance_fn(
+    variables: dict, key: jax.Array, outcome: jax.Array, afterstate: dict, *, game: Game, apply_fn: ApplyFn
+) -> tuple[mctx.ChanceRecurrentFnOutput, State]:
+    """A chance node's outcome: the position reached, with the network's prior and value there."""
+    del key
+    assert game.step_outcome is not None
+    states, action = afterstate["states"], afterstate["action"]
+    next_states = jax.vmap(game.step_outcome)(states, action, outcome)
+    logits, value = evaluate_states(apply_fn, variables, game, next_states)
+    reward, discount, value = _transition_values(next_states, states.current_player, value)
+    output = mctx.ChanceRecurrentFnOutput(action_logits=logits, value=value, reward=reward, discount=discount)
     return output, next_states
 
 
@@ -159,7 +206,8 @@ def run_search(
       num_simulations: simulations per search.
       policy: "gumbel" (Gumbel MuZero: `max_num_considered_actions`, `gumbel_scale`, `value_scale`) or "puct"
         (AlphaZero's PUCT: `dirichlet_alpha`, `dirichlet_fraction`, `pb_c_init`, `pb_c_base`,
-        `temperature_moves`); the hyperparameters are mctx's.
+        `temperature_moves`); the hyperparameters are mctx's. A game with chance takes "puct" only (Stochastic
+        MuZero's search, with the same hyperparameters).
       reuse_tree / tree_capacity: keep and continue trees across moves (`tree_capacity` as `nodes_per_tree`).
       return_tree: also return mctx's tree in `SearchOutput.search_tree` ([B, nodes, A] arrays: leave it off where
         the output leaves jit in bulk).
@@ -171,6 +219,9 @@ def run_search(
         raise ValueError("a kept tree was passed to a search without reuse_tree")
     if policy not in ("gumbel", "puct"):
         raise ValueError(f"policy {policy!r}: use 'gumbel' or 'puct'")
+    if game.has_chance and (policy != "puct" or reuse_tree):
+        raise ValueError(f"{game.name} has chance events: its search is Stochastic MuZero's, policy 'puct' without "
+                         f"tree reuse (got policy {policy!r}, reuse_tree {reuse_tree})")
     if move_number is None:
         move_number = jnp.zeros(states.current_player.shape, jnp.int32)
     logits, value = evaluate_states(apply_fn, variables, game, states)
@@ -197,7 +248,14 @@ def run_search(
         )
         action = output.action
     else:
-        puct_policy = tree_reuse.puct_policy if reuse_tree else mctx.muzero_policy
+        if game.has_chance:
+            del common["recurrent_fn"]
+            common.update(decision_recurrent_fn=functools.partial(_decision_fn, game=game, apply_fn=apply_fn),
+                          chance_recurrent_fn=functools.partial(_chance_fn, game=game, apply_fn=apply_fn),
+                          max_depth=2 * game.max_length)
+            puct_policy = mctx.stochastic_muzero_policy
+        else:
+            puct_policy = tree_reuse.puct_policy if reuse_tree else mctx.muzero_policy
         output = puct_policy(
             **common,
             dirichlet_fraction=dirichlet_fraction,

@@ -92,7 +92,14 @@ def make_components(config: Config, network: nn.Module | None = None) -> Compone
 
 def check_players(config: Config, game: games.Game) -> None:
     """Raises ConfigError for the settings a one-player game cannot take: resignation (there is no opponent to
-    resign to) and a win/draw/loss value head (its returns are not outcomes)."""
+    resign to) and a win/draw/loss value head (its returns are not outcomes); and for those a game with chance
+    cannot: a search other than Stochastic MuZero's (search.policy puct) and tree reuse."""
+    if game.has_chance and config.search.policy != "puct":
+        raise ConfigError(f"{game.name} has chance events: it searches with Stochastic MuZero's chance nodes, which "
+                          "mctx offers with PUCT only; set search.policy puct (--search.policy puct)")
+    if game.has_chance and config.search.reuse_tree:
+        raise ConfigError(f"{game.name} has chance events: a kept tree would hold one roll of the dice; leave "
+                          "search.reuse_tree off")
     if game.num_players != 1:
         return
     if config.selfplay.resign_threshold is not None:

@@ -36,6 +36,7 @@ SHRUNK = {
 NATIVE = ["tic_tac_toe", "connect_four", "gomoku9", "gomoku", "othello6", "othello", "brandub", "brandub_document"]
 PGX = "pgx:connect_four"
 ONE_PLAYER = ["sliding_puzzle"]  # its commands (episodes, not matches) run in tests/test_one_player.py
+CHANCE = ["pig"]  # its commands (its own opponents: random and perfect) run in tests/games/test_pig.py
 # 45-90 s a game on the 2-core CPU: the default suite takes Brandub, the game with the most actions (1176) and the
 # longest games (200 moves), whose evaluation broke; -m slow takes the rest (Gomoku 15x15 and Othello 8x8 among
 # them), whose commands the other test modules also run at smaller sizes.
@@ -45,7 +46,7 @@ DEFAULT = {"brandub"}
 def test_the_matrix_names_every_native_game():
     """Every game azjax.games registers (other tests register games of their own: not those)."""
     source = Path(games.__file__).read_text()
-    assert sorted([*NATIVE, *ONE_PLAYER]) == sorted(re.findall(r'^register\("(\w+)"', source, re.MULTILINE))
+    assert sorted([*NATIVE, *ONE_PLAYER, *CHANCE]) == sorted(re.findall(r'^register\("(\w+)"', source, re.MULTILINE))
 
 
 def run_cli(*args: str, stdin: str | None = None) -> tuple[int, str, str]:

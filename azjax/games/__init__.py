@@ -14,6 +14,8 @@ from azjax.games.base import (
     State,
     Symmetry,
     board_symmetries,
+    chance_game_steps,
+    chance_key_data,
     random_opening,
     resolve_step,
     return_to_value,
@@ -26,6 +28,7 @@ from azjax.games.connect_four import make_connect_four
 from azjax.games.mnk import make_gomoku, make_gomoku9, make_mnk_game, make_tic_tac_toe
 from azjax.games.othello import make_othello, make_othello6
 from azjax.games.pgx_adapter import from_pgx
+from azjax.games.pig import make_pig
 from azjax.games.registry import (
     GameNotFoundError,
     ObservationVersionError,
@@ -52,6 +55,7 @@ register("gomoku", make_gomoku)  # options: size=15, exact=False
 register("gomoku9", make_gomoku9)  # make("gomoku", size=9) under its own name; option: exact=False
 register("othello", make_othello)  # option: size=8
 register("othello6", make_othello6)  # make("othello", size=6) under its own name
+register("pig", make_pig)  # two players and a die; options: goal=100, max_moves
 register("sliding_puzzle", make_sliding_puzzle)  # one player; options: size=3 (the 8-puzzle), max_moves
 
 __all__ = [
@@ -69,6 +73,8 @@ __all__ = [
     "Symmetry",
     "board_symmetries",
     "canonical",
+    "chance_game_steps",
+    "chance_key_data",
     "check_game",
     "check_known",
     "definition",
@@ -87,6 +93,7 @@ __all__ = [
     "make_observing",
     "make_othello",
     "make_othello6",
+    "make_pig",
     "make_sliding_puzzle",
     "make_tic_tac_toe",
     "names",

@@ -30,6 +30,17 @@ Conventions every built-in game follows and `check_game` verifies (by random pla
   game at once (rewards -1 for the mover, +1 for the opponent; in a one-player game the step pays the lowest
   return, `return_bounds[0]`), and the state it leaves is terminal like any other (all-False mask, absorbing).
 
+Chance (`Game.num_chance_outcomes` = C > 0: dice, random draws). After every move a chance event picks one of C
+outcomes. `chance_outcomes(state, action)` gives their exact probabilities (float32 [C], non-negative, summing to
+1; a move that nothing random follows puts all its weight on one outcome), and `step_outcome(state, action,
+outcome)` the position that the move and that outcome lead to (rewards, terminal and illegal-move rules as for
+`step`). `step(state, action)` draws the outcome itself, from a key the state carries (the field `chance_key`,
+uint32 [2] key data, seeded by `init`'s key), so that a chance game's functions stay pure functions of the state
+and every caller of `step` (self-play, the arena, play) needs no key of its own. `chance_game_steps` builds both
+functions from the game's probabilities and transition: `step(state, action)` equals `step_outcome(state, action,
+c)` for the outcome c it drew, key included. The search plans over every outcome with its true probability
+(Stochastic MuZero's chance nodes, the game as the model) and never reads the key.
+
 And one convention `check_game` cannot verify, since it cannot tell what a plane means: observations are from
 the point of view of the player to move (the mover's pieces first), or at least say whose turn it is. The value
 the network predicts is always "for the player to move", so one network plays both seats only if it can tell who
@@ -41,7 +52,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -118,6 +129,10 @@ class Game(Generic[S]):
         and can still build the old one (`azjax.games.make_observing`; Connect Four does).
       num_players: 2 (two players taking turns, zero-sum rewards at the end) or 1 (one player, rewards on any
         step: the search then adds rewards up along a line of play instead of flipping the value's sign).
+      num_chance_outcomes: C, the outcomes of the chance event that follows every move (0: no chance, the
+        default). With C > 0 the game gives `chance_outcomes` and `step_outcome` (see the module docstring).
+      chance_outcomes: (State, action) -> float32 [C], the exact probability of each outcome after `action`.
+      step_outcome: (State, action, int32 outcome) -> State, the move followed by that outcome.
       return_bounds: (low, high), the range of the return from any position, for the player to move: (-1, 1) for
         a two-player game (its outcome). The network's value head predicts in [-1, 1]; the search and the loss map
         that range onto these bounds (`value_to_return`, `return_to_value`), so a one-player game may pay its own
@@ -146,8 +161,22 @@ class Game(Generic[S]):
     draw: Callable[..., str] | None = None
     num_players: int = 2
     return_bounds: tuple[float, float] = (-1.0, 1.0)
+    num_chance_outcomes: int = 0
+    chance_outcomes: Callable[[S, jax.Array], jax.Array] | None = None
+    step_outcome: Callable[[S, jax.Array, jax.Array], S] | None = None
+
+    @property
+    def has_chance(self) -> bool:
+        """Whether a chance event follows the moves (`num_chance_outcomes` > 0)."""
+        return self.num_chance_outcomes > 0
 
     def __post_init__(self) -> None:
+        given = (self.chance_outcomes is not None, self.step_outcome is not None)
+        if self.num_chance_outcomes < 0 or (self.num_chance_outcomes > 0) != all(given) or any(given) != all(given):
+            raise ValueError(f"game {self.name!r}: a game with chance gives num_chance_outcomes > 0 together with "
+                             f"chance_outcomes and step_outcome, a game without gives none of them (got "
+                             f"num_chance_outcomes={self.num_chance_outcomes!r}, chance_outcomes "
+                             f"{'given' if given[0] else 'None'}, step_outcome {'given' if given[1] else 'None'})")
         if self.num_players not in (1, 2):
             raise ValueError(f"game {self.name!r}: num_players is {self.num_players!r}; azjax plays games of 1 or 2 "
                              "players")
@@ -214,6 +243,36 @@ def resolve_step(state: S, new_state: S, action: jax.Array, *, illegal_reward: f
     absorbed = state.replace(rewards=jnp.zeros_like(state.rewards))
     pick = lambda a, b, c: jnp.where(state.terminated, a, jnp.where(illegal, b, c))  # noqa: E731
     return jax.tree.map(pick, absorbed, after_illegal, new_state)
+
+
+def chance_key_data(key: jax.Array) -> jax.Array:
+    """The `chance_key` field of a chance game's start (uint32 [2]) from `init`'s key."""
+    return jax.random.key_data(jax.random.fold_in(key, 0x636861))
+
+
+def chance_game_steps(
+    chance_outcomes: Callable[[S, jax.Array], jax.Array], transition: Callable[[S, jax.Array, jax.Array], S]
+) -> tuple[Callable[[S, jax.Array], S], Callable[[S, jax.Array, jax.Array], S]]:
+    """A chance game's `(step, step_outcome)` from its rules: `chance_outcomes(state, action)` (the outcomes'
+    probabilities) and `transition(state, action, outcome)` (the position they lead to, the protocol's rules for
+    terminal states and illegal moves applied, the `chance_key` left as it was).
+
+    `step_outcome` is `transition` with the state's `chance_key` advanced (kept on a terminal state, which is
+    absorbing); `step` draws the outcome with that key from `chance_outcomes`' probabilities, then does the same.
+    """
+
+    def step_outcome(state: Any, action: jax.Array, outcome: jax.Array) -> Any:
+        following = jax.random.key_data(jax.random.fold_in(jax.random.wrap_key_data(state.chance_key), 0))
+        key = jnp.where(state.terminated, state.chance_key, following)
+        return transition(state, action, jnp.asarray(outcome, jnp.int32)).replace(chance_key=key)
+
+    def step(state: Any, action: jax.Array) -> Any:
+        draw_key = jax.random.fold_in(jax.random.wrap_key_data(state.chance_key), 1)
+        probabilities = chance_outcomes(state, action)
+        outcome = jax.random.categorical(draw_key, jnp.log(probabilities))
+        return step_outcome(state, action, outcome)
+
+    return step, step_outcome
 
 
 def _dihedral_grid_maps(height: int, width: int) -> list[tuple[str, Callable[[np.ndarray], np.ndarray]]]:

@@ -49,6 +49,16 @@ A one-player game (`num_players == 1`) has three checks in place of the four abo
 * [finite_rewards] every reward is finite.
 * [return_range] the return from every position played (the sum of `rewards[0]` from there to the game's end, or
   to the last move played) lies within the game's `return_bounds`, which the value head's range is mapped onto.
+A game with chance (`num_chance_outcomes` > 0) may give a player several moves in a row ([alternation] then checks
+only that `current_player` is 0 or 1), and has three checks more, on every move of the random games:
+
+* [chance_probabilities] `chance_outcomes(state, action)` is float32 [C], finite, non-negative and sums to 1.
+* [chance_step] the state `step` produced is `step_outcome(state, action, c)` for an outcome c of non-zero
+  probability (the `chance_key` field aside).
+* [chance_frequencies] the outcomes `step` drew follow `chance_outcomes`' probabilities: over all chance events
+  (at least 50), the randomised probability-integral transform of each drawn outcome is uniform (a
+  Kolmogorov-Smirnov test at p = 1e-6, so that a correct game fails about once in a million checks).
+
 * [absorbing] stepping a terminated state with any action changes no field and pays zero rewards.
 * [illegal_action] an illegal action in a non-terminal state ends the game: -1 for the mover, +1 for the opponent
   (one player: `[return_bounds[0], 0]`, the lowest return); the state it leaves has an all-False legal mask and
@@ -128,6 +138,9 @@ CHECKS = (
     "reward_timing",
     "one_player",
     "finite_rewards",
+    "chance_probabilities",
+    "chance_step",
+    "chance_frequencies",
     "return_range",
     "absorbing",
     "illegal_action",
@@ -309,6 +322,12 @@ class _Trajectory:
     illegal_first_legal: np.ndarray  # [T, B] int32: the first of them (0 if none)
     illegal_again_changes: np.ndarray  # [T, B, L] bool: leaf l (rewards excluded) changed by stepping that state
     illegal_again_rewards: np.ndarray  # [T, B, 2] float32: what stepping that state paid
+    # A game with chance (C outcomes), per move: chance_outcomes(state, action) [T, B, C]; which outcomes'
+    # step_outcome gives the state `step` gave [T, B, C]; the first outcome leading to the same state as each [T, B,
+    # C] int32. Empty [T, B, 0] without chance.
+    chance_probabilities: np.ndarray
+    chance_matches: np.ndarray
+    chance_classes: np.ndarray
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -339,6 +358,8 @@ def _check_static_fields(game: Game, ctx: _Context) -> None:
         )
     if not _is_int(game.max_length) or game.max_length < 1:
         problems.append(f"max_length must be an int >= 1, got {game.max_length!r}")
+    if game.num_chance_outcomes and not all(callable(f) for f in (game.chance_outcomes, game.step_outcome)):
+        problems.append("a game with chance needs callable chance_outcomes and step_outcome")
     if not _is_int(game.observation_version) or game.observation_version < 1:
         problems.append(f"observation_version must be an int >= 1, got {game.observation_version!r}")
     for field in ("init", "step", "observe"):
@@ -437,6 +458,9 @@ def _check_traces(game: Game, ctx: _Context, keys: jax.Array) -> tuple[Any, Any]
                 "shapes and dtypes (scan carries and jit caches need it)",
             )
 
+    if game.has_chance:
+        _check_chance_traces(game, ctx, state_spec, action)
+
     for number, sym in enumerate(game.symmetries):
         what = f"symmetries[{number}] ({sym.name!r}).transform(observation)"
         out = _trace(ctx, what, sym.transform, obs_spec)
@@ -444,6 +468,54 @@ def _check_traces(game: Game, ctx: _Context, keys: jax.Array) -> tuple[Any, Any]
             got = _describe(out) if hasattr(out, "shape") else repr(out)
             raise ctx.fail("symmetries", f"{what} must keep {_describe(obs_spec)}, got {got}")
     return state_spec, obs_spec
+
+
+def _check_chance_traces(game: Game, ctx: _Context, state_spec: Any, action: Any) -> None:
+    """[trace] and [state_structure] of a chance game's `chance_outcomes` and `step_outcome`."""
+    chance_outcomes, step_outcome = game.chance_outcomes, game.step_outcome
+    assert chance_outcomes is not None and step_outcome is not None  # Game.__post_init__ requires them
+    probabilities = _trace(ctx, "game.chance_outcomes(state, action)", chance_outcomes, state_spec, action)
+    want = (game.num_chance_outcomes,)
+    if not hasattr(probabilities, "shape") or probabilities.shape != want or probabilities.dtype != jnp.float32:
+        got = _describe(probabilities) if hasattr(probabilities, "shape") else repr(probabilities)
+        raise ctx.fail("chance_probabilities", f"chance_outcomes(state, action) must be float32{list(want)} (one "
+                       f"probability per outcome, num_chance_outcomes={game.num_chance_outcomes}), got {got}")
+    outcome = jax.ShapeDtypeStruct((), jnp.int32)
+    after = _trace(ctx, "game.step_outcome(state, action, outcome)", step_outcome, state_spec, action, outcome)
+    structure: Any = jax.tree.structure(after)  # Any: jaxlib ships no type stubs for PyTreeDef
+    if structure != jax.tree.structure(state_spec) or any(
+        a.shape != b.shape or a.dtype != b.dtype
+        for a, b in zip(jax.tree.leaves(after), jax.tree.leaves(state_spec), strict=True)
+    ):
+        raise ctx.fail("state_structure", "step_outcome(state, action, outcome) must return a state of the same "
+                       "structure, shapes and dtypes as step's")
+
+
+def _chance_record(states: State, actions: jax.Array, next_states: State, *, game: Game) -> tuple[jax.Array, ...]:
+    """What [chance_*] needs of one batch of moves (see `_Trajectory`): the outcomes' probabilities, which
+    outcomes lead to the state `step` gave (the `chance_key` field aside), and each outcome's first equal."""
+    chance_outcomes, step_outcome = game.chance_outcomes, game.step_outcome
+    assert chance_outcomes is not None and step_outcome is not None
+    outcomes = jnp.arange(game.num_chance_outcomes, dtype=jnp.int32)
+    each = jax.vmap(lambda s, a: jax.vmap(lambda c: step_outcome(s, a, c))(outcomes))(states, actions)
+    probabilities = jax.vmap(chance_outcomes)(states, actions)
+
+    def compared(tree: Any) -> list[jax.Array]:  # every leaf but the key, flattened per element
+        return [leaf for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]
+                if "chance_key" not in jax.tree_util.keystr(path)]
+
+    def same(x: jax.Array, y: jax.Array) -> jax.Array:
+        equal = (x == y) | (jnp.isnan(x) & jnp.isnan(y)) if jnp.issubdtype(x.dtype, jnp.floating) else x == y
+        return jnp.all(equal.reshape(*equal.shape[:2], -1), axis=-1)
+
+    matches = functools.reduce(jnp.logical_and, [
+        same(outcome_leaf, leaf[:, None]) for outcome_leaf, leaf in zip(compared(each), compared(next_states),
+                                                                        strict=True)])
+    pairs = functools.reduce(jnp.logical_and, [
+        jnp.all((leaf[:, :, None] == leaf[:, None, :]).reshape(*leaf.shape[:2], leaf.shape[1], -1), axis=-1)
+        for leaf in compared(each)])  # [B, C, C]: outcomes c and c' lead to the same state
+    classes = jnp.argmax(pairs, axis=-1).astype(jnp.int32)
+    return probabilities, matches, classes
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -553,7 +625,7 @@ def _state_record(states: State, observations: jax.Array) -> tuple[jax.Array, ..
     return states.current_player, states.legal_action_mask, states.terminated, states.rewards, observations
 
 
-def _play(compiled: _Compiled, init_keys: jax.Array, noise: np.ndarray, ids: np.ndarray) -> _Trajectory:
+def _play(compiled: _Compiled, init_keys: jax.Array, noise: np.ndarray, ids: np.ndarray, game: Game) -> _Trajectory:
     """Plays a batch of random games, one jitted step per move, recording every state (see `_Trajectory`).
 
     The moves' randomness comes from the host as uniform noise; the threefry PRNG would take a second or more to
@@ -564,13 +636,15 @@ def _play(compiled: _Compiled, init_keys: jax.Array, noise: np.ndarray, ids: np.
       init_keys: [B] keys for `init`.
       noise: float32 [T, B, 2], uniform in [0, 1): per move, to pick a legal and an illegal action.
       ids: [B] the elements' ids, for error messages.
+      game: the game (its chance functions, for a game with chance).
     """
     history: list[jax.Array] = []
     call = functools.partial(compiled, element=int(ids[0]), history=history)
     random_actions, absorbing_changes = jax.jit(_random_actions), jax.jit(_absorbing_changes)
     forfeit_record = jax.jit(_forfeit_record)
+    chance_record = jax.jit(functools.partial(_chance_record, game=game)) if game.has_chance else None
     states = call("init", init_keys)
-    state_records, move_records = [], []
+    state_records, move_records, chance_records = [], [], []
     for move_noise in noise:
         state_records.append(_state_record(states, call("observe", states)))
         actions, illegal = random_actions(move_noise, states.legal_action_mask, states.terminated)
@@ -580,10 +654,18 @@ def _play(compiled: _Compiled, init_keys: jax.Array, noise: np.ndarray, ids: np.
         forfeit = forfeit_record(after_illegal, call("step", after_illegal, actions))
         changes = absorbing_changes(states, next_states)
         move_records.append((actions, changes, illegal, after_illegal.terminated, after_illegal.rewards, *forfeit))
+        if chance_record is not None:
+            chance_records.append(_traced(compiled.ctx, "the chance functions (chance_outcomes, step_outcome)",
+                                          chance_record, states, actions, next_states))
         history.append(actions)
         states = next_states
     state_records.append(_state_record(states, call("observe", states)))
-    state_records, move_records = jax.device_get((state_records, move_records))
+    state_records, move_records, chance_records = jax.device_get((state_records, move_records, chance_records))
+    if chance_records:
+        probabilities, matches, classes = (np.stack(field) for field in zip(*chance_records, strict=True))
+    else:
+        probabilities, matches = np.zeros((*noise.shape[:2], 0), np.float32), np.zeros((*noise.shape[:2], 0), bool)
+        classes = np.zeros((*noise.shape[:2], 0), np.int32)
     players, masks, terminated, rewards, observations = (
         np.stack(field) for field in zip(*state_records, strict=True))
     (actions, changes, illegal, illegal_terminated, illegal_rewards, num_legal, first_legal, again_changes,
@@ -603,7 +685,18 @@ def _play(compiled: _Compiled, init_keys: jax.Array, noise: np.ndarray, ids: np.
         illegal_first_legal=first_legal,
         illegal_again_changes=again_changes,
         illegal_again_rewards=again_rewards,
+        chance_probabilities=probabilities,
+        chance_matches=matches,
+        chance_classes=classes,
     )
+
+
+def _traced(ctx: _Context, what: str, fn: Callable[..., Any], *args) -> Any:
+    """`fn(*args)`, an error while tracing or running it reported as a [trace] failure naming `what`."""
+    try:
+        return fn(*args)
+    except Exception as error:
+        raise ctx.fail("trace", f"{what} failed: {type(error).__name__}: {error}") from error
 
 
 def _replay(
@@ -673,8 +766,10 @@ def _check_trajectory(traj: _Trajectory, game: Game, ctx: _Context, leaf_names: 
     if game.num_players == 1:
         _check_one_player(traj, game, ctx)
     else:
-        _check_alternation(traj, ctx)
+        _check_alternation(traj, ctx, turns_may_repeat=game.has_chance)
         _check_rewards(traj, ctx)
+    if game.has_chance:
+        _check_chance(traj, game, ctx)
     _check_absorbing(traj, ctx, leaf_names)
     _check_illegal_actions(traj, game, ctx, leaf_names)
     _check_max_length(traj, game, ctx)
@@ -736,12 +831,15 @@ def _check_legal_masks(traj: _Trajectory, ctx: _Context) -> None:
         )
 
 
-def _check_alternation(traj: _Trajectory, ctx: _Context) -> None:
-    """[alternation]: current_player is 0 or 1, and changes on every step that does not end the game."""
+def _check_alternation(traj: _Trajectory, ctx: _Context, *, turns_may_repeat: bool = False) -> None:
+    """[alternation]: current_player is 0 or 1, and (unless `turns_may_repeat`: a game with chance) changes on
+    every step that does not end the game."""
     players, actions = traj.players, traj.actions
     if (hit := _first(~traj.terminated & (players != 0) & (players != 1))) is not None:
         t, b = hit
         raise _fail(traj, ctx, "alternation", f"current_player must be 0 or 1, got {players[t, b]}", b, t)
+    if turns_may_repeat:
+        return
     if (hit := _first(_went_on(traj) & (players[1:] == players[:-1]))) is not None:
         t, b = hit
         raise _fail(
@@ -813,6 +911,69 @@ def _check_one_player(traj: _Trajectory, game: Game, ctx: _Context) -> None:
             "those bounds, so it could never predict it; widen return_bounds or scale the rewards",
             b, min(end, actions.shape[0]),
         )
+
+
+CHANCE_MIN_EVENTS = 50  # [chance_frequencies] needs at least this many chance events with more than one outcome
+CHANCE_P_VALUE = 1e-6  # and fails a game at this significance
+
+
+def _check_chance(traj: _Trajectory, game: Game, ctx: _Context) -> None:
+    """[chance_probabilities], [chance_step] and [chance_frequencies] on every move played from a live state."""
+    live = ~traj.terminated[:-1]  # [T, B]
+    probabilities, matches = traj.chance_probabilities, traj.chance_matches
+    bad = ~np.all(np.isfinite(probabilities), axis=-1) | np.any(probabilities < -_ATOL, axis=-1)
+    bad |= np.abs(probabilities.sum(axis=-1) - 1.0) > _ATOL
+    if (hit := _first(live & bad)) is not None:
+        t, b = hit
+        raise _fail(traj, ctx, "chance_probabilities",
+                    f"chance_outcomes(state, action {traj.actions[t, b]}) after {counted(t, 'move')} is "
+                    f"{np.round(probabilities[t, b], 6).tolist()}: the probabilities of the outcomes must be finite, "
+                    "non-negative and sum to 1", b, t)
+    possible = np.any(matches & (probabilities > 0), axis=-1)
+    if (hit := _first(live & ~possible)) is not None:
+        t, b = hit
+        found = np.flatnonzero(matches[t, b]).tolist()
+        detail = (f"only outcomes {found}, which have probability 0" if found else "no outcome")
+        raise _fail(traj, ctx, "chance_step",
+                    f"step(state, action {traj.actions[t, b]}) after {counted(t, 'move')} gave a state that "
+                    f"step_outcome(state, action, c) gives for {detail}: step must draw an outcome c of non-zero "
+                    "probability and do what step_outcome does with it (azjax.games.chance_game_steps builds both)",
+                    b, t + 1)
+    _check_chance_frequencies(traj, live, ctx)
+
+
+def _check_chance_frequencies(traj: _Trajectory, live: np.ndarray, ctx: _Context) -> None:
+    """[chance_frequencies]: the randomised PIT of every drawn outcome's class, Kolmogorov-Smirnov against uniform."""
+    probabilities, matches, classes = traj.chance_probabilities, traj.chance_matches, traj.chance_classes
+    num_outcomes = probabilities.shape[-1]
+    class_mass = np.zeros_like(probabilities)  # [T, B, C]: at each class's first outcome, the class's probability
+    outcome_ids = np.arange(num_outcomes)
+    for c in range(num_outcomes):
+        class_mass[..., c] = np.sum(np.where(classes == c, probabilities, 0.0), axis=-1)
+    drawn = np.argmax(matches, axis=-1)  # [T, B]: the drawn class's first outcome
+    drawn_class = np.take_along_axis(classes, drawn[..., None], axis=-1)[..., 0]
+    random_event = live & (np.max(class_mass, axis=-1) < 1.0 - _ATOL)  # more than one outcome could happen
+    if int(random_event.sum()) < CHANCE_MIN_EVENTS:
+        return
+    below = np.sum(np.where(outcome_ids < drawn_class[..., None], class_mass, 0.0), axis=-1)
+    own = np.take_along_axis(class_mass, drawn_class[..., None], axis=-1)[..., 0]
+    jitter = np.random.default_rng(ctx.seed).random(below.shape)
+    transformed = np.sort((below + jitter * own)[random_event])
+    n = len(transformed)
+    ranks = np.arange(1, n + 1) / n
+    distance = float(max(np.max(ranks - transformed), np.max(transformed - (ranks - 1.0 / n))))
+    critical = float(np.sqrt(-np.log(CHANCE_P_VALUE / 2.0) / (2.0 * n)))
+    if distance <= critical:
+        return
+    expected = class_mass[random_event].sum(axis=0)
+    observed = np.bincount(drawn_class[random_event], minlength=num_outcomes)
+    worst = int(np.argmax(np.abs(observed - expected) / np.sqrt(np.maximum(expected, 1.0))))
+    raise ctx.fail("chance_frequencies",
+                   f"over {n} chance events of the random games, the outcomes step drew do not follow "
+                   f"chance_outcomes' probabilities (Kolmogorov-Smirnov distance {distance:.3f} > {critical:.3f}, "
+                   f"p < {CHANCE_P_VALUE:g}): outcome {worst} was drawn {int(observed[worst])} times where the "
+                   f"probabilities expect {expected[worst]:.1f}; step must draw with the probabilities "
+                   "chance_outcomes gives")
 
 
 def _check_absorbing(traj: _Trajectory, ctx: _Context, leaf_names: list[str]) -> None:
@@ -1110,8 +1271,8 @@ def check_game(
 
     state_spec, _ = _check_traces(game, ctx, init_keys)
     compiled = _Compiled(game, ctx)
-    first = _play(compiled, init_keys, _move_noise(seed, first_ids, num_steps), first_ids)
-    second = _play(compiled, second_init_keys, _move_noise(seed, second_ids, num_steps), second_ids)
+    first = _play(compiled, init_keys, _move_noise(seed, first_ids, num_steps), first_ids, game)
+    second = _play(compiled, second_init_keys, _move_noise(seed, second_ids, num_steps), second_ids, game)
     _check_batch_independence(first, second, ctx, second_ids)
 
     leaf_names = [path for path, leaf in zip(_leaf_paths(state_spec), jax.tree.leaves(state_spec), strict=True)

@@ -16,11 +16,12 @@ from azjax.bots import Bot, onestep_bot, random_bot
 from azjax.games import Game
 from azjax.games import names as game_names
 from azjax.network_bots import alphazero_bot, greedy_bot
-from azjax.perfect import perfect_bot
+from azjax.perfect import is_pig, perfect_bot, pig_hold_bot
 from azjax.uct import uct_bot
 
 SPEC_HELP = (
-    "random, onestep, mcts:N (UCT with N simulations), perfect (small games such as tic_tac_toe), "
+    "random, onestep, mcts:N (UCT with N simulations), perfect (small games such as tic_tac_toe, and pig), "
+    "hold:N (pig: rolls until the turn's total reaches N), "
     "greedy:RUN_DIR (the network, no search), az:RUN_DIR[:SIMS][:reuse|:fresh] or just RUN_DIR (the network with "
     "search; :reuse keeps its search tree from move to move, :fresh does not; default: reuse with PUCT only); "
     "RUN_DIR is a run directory, an export, or pretrained:GAME (the agent shipped for GAME; `azjax pretrained` "
@@ -34,9 +35,9 @@ class SpecError(ValueError):
     """An agent spec cannot be read or used; the message is one line that says why."""
 
 
-def _positive_int(text: str, spec: str) -> int:
+def _positive_int(text: str, spec: str, what: str = "simulations") -> int:
     if not text.isdecimal() or int(text) < 1:
-        raise SpecError(f"agent {spec!r}: {text!r} is not a whole number of simulations >= 1")
+        raise SpecError(f"agent {spec!r}: {text!r} is not a whole number of {what} >= 1")
     return int(text)
 
 
@@ -76,7 +77,7 @@ def make_bot(
     spec = spec.strip()
     kind, _, rest = spec.partition(":")
     name = bot_name(spec)
-    if spec in BASELINES or kind == "mcts":
+    if spec in BASELINES or kind in ("mcts", "hold"):
         return _baseline_bot(spec, game, solution)
     if kind == "greedy":
         agent = _load(rest, spec)
@@ -100,11 +101,16 @@ def make_bot(
 
 
 def _baseline_bot(spec: str, game: Game | None, solution: solver_lib.Solution | None) -> Bot:
-    """The bot of a spec without a run directory: one of `BASELINES` or "mcts:N"."""
+    """The bot of a spec without a run directory: one of `BASELINES`, "mcts:N" or (Pig) "hold:N"."""
     if game is None:
         raise SpecError(f"agent {spec!r}: which game? (give --game)")
     if spec == "random":
         return random_bot()
+    if spec.startswith("hold:"):
+        if not is_pig(game):
+            raise SpecError(f"agent {spec!r} is a player of pig (hold once the turn's total reaches N), not of "
+                            f"{game.name}")
+        return pig_hold_bot(_positive_int(spec.partition(":")[2], spec, "points"), name=spec)
     if game.has_chance and spec != "perfect":
         raise SpecError(f"agent {spec!r} cannot play {game.name}, a game with chance: it looks ahead through "
                         "game.step, which would show it the dice before they are thrown; play random, perfect "
@@ -175,7 +181,7 @@ def game_of_spec(spec: str) -> str | None:
         rest = _tree_suffix(rest)[1] if kind == "az" else rest
         head, _, tail = rest.rpartition(":")
         run_dir = head if head and tail.isdecimal() and kind == "az" else rest
-    elif spec not in BASELINES and kind != "mcts" and (
+    elif spec not in BASELINES and kind not in ("mcts", "hold") and (
             Path(spec).is_dir() or shipped_game(spec) is not None):
         run_dir = spec
     else:

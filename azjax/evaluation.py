@@ -28,8 +28,15 @@ from azjax.agent_specs import make_bot
 from azjax.bots import AgentFn, Bot, random_agent
 from azjax.config import Config
 from azjax.games import Game, State
-from azjax.network_bots import alphazero_bot
-from azjax.perfect import CONNECT_FOUR_PERFECT_MIN_STONES, solve_timeouts_raised
+from azjax.network_bots import alphazero_bot, greedy_bot
+from azjax.perfect import (
+    CONNECT_FOUR_PERFECT_MIN_STONES,
+    PigTables,
+    is_pig,
+    pig_decisions,
+    pig_tables,
+    solve_timeouts_raised,
+)
 from azjax.results import summarize
 from azjax.solver import positions as positions_lib
 
@@ -46,6 +53,7 @@ __all__ = [
     "judge_bot",
     "judge_episodes",
     "make_evaluator",
+    "pig_decisions_in_own_games",
     "random_agent",
     "solver_report",
 ]
@@ -141,12 +149,12 @@ def default_opponents(game: Game | str) -> tuple[str, ...]:
     `agent_specs.make_bot`): random and one-ply tactics; UCT with 100 simulations for games shorter than
     `UCT_MAX_LENGTH` moves (not Brandub, Gomoku 15x15 or Othello 8x8); the perfect player for tic-tac-toe. A
     one-player game's baseline is the random player, whose mean return the run's is set beside. A game with chance
-    plays the random player, and Pig its optimal player too."""
+    plays the random player; Pig the hold-at-20 player and its optimal player too."""
     game = games.make(game) if isinstance(game, str) else game
     if game.num_players == 1:
         return ("random",)
     if game.has_chance:  # one-ply tactics and UCT would see the dice through game.step; Pig's optimum is known
-        return ("random", "perfect") if game.name.startswith("pig") else ("random",)
+        return ("random", "hold:20", "perfect") if is_pig(game) else ("random",)
     opponents: tuple[str, ...] = ("random", "onestep")
     if game.max_length < UCT_MAX_LENGTH:
         opponents += ("mcts:100",)
@@ -231,7 +239,8 @@ def make_evaluator(
         parallel.check_spans_processes(mesh, f"the evaluation's {num_games} games / 2")
     evaluate = jax.jit(functools.partial(
         _evaluate, config=config, game=game, bots=bots, names=tuple("eval/" + spec.replace(":", "") for spec in specs),
-        num_games=num_games, num_simulations=num_simulations, mesh=mesh, network=network))
+        num_games=num_games, num_simulations=num_simulations, mesh=mesh, network=network,
+        pig=pig_tables(game) if is_pig(game) else None))
     matches = functools.partial(
         _play_matches, evaluate=evaluate, compiled={}, devices=list(mesh.devices.flat) if mesh is not None else None,
         what=f"the evaluation of {config.game} ({num_games} games against each of {', '.join(specs)})")
@@ -403,6 +412,7 @@ def _evaluate(
     num_simulations: int | None,
     mesh: Mesh | None,
     network,
+    pig: PigTables | None = None,
 ) -> dict[str, jax.Array]:
     agent = make_agent(config, variables, network)
     player = alphazero_bot(agent, num_simulations=num_simulations, reuse_tree=False)  # plays by .act
@@ -412,4 +422,47 @@ def _evaluate(
         scores[name] = jnp.mean((outcome + 1.0) / 2.0)
     if scores:
         scores["eval/score"] = jnp.mean(jnp.stack(list(scores.values())))
+    if pig is not None:
+        judged = pig_decisions_in_own_games(jax.random.fold_in(key, len(bots)), game, player.act, num_games, pig,
+                                            network=greedy_bot(agent).act)
+        scores.update({f"eval/{name}": value for name, value in judged.items()})
     return scores
+
+
+def pig_decisions_in_own_games(key: jax.Array, game: Game, agent: AgentFn, num_games: int, tables: PigTables, *,
+                               network: AgentFn | None = None) -> dict[str, jax.Array]:
+    """Pig: `agent` plays `num_games` games against itself, and every decision it makes is judged by the exact
+    solution (`perfect.pig_decisions`). Pure; jit it.
+
+    Returns (float32 scalars): "optimal_decisions", the share of its decisions that are optimal;
+    "win_probability_lost", the chance of winning a decision gives up on average (0 for an optimal one: a
+    mistake counts by how much it costs); "optimal_decisions/judged", how many were judged. With `network`
+    (e.g. the network's top move, `greedy_bot(agent).act`) also "optimal_decisions_network" and
+    "win_probability_lost_network" for its choices in the same positions."""
+    judges = {"": agent} if network is None else {"": agent, "_network": network}
+    init_key, play_key = jax.random.split(key)
+    states = jax.vmap(game.init)(jax.random.split(init_key, num_games))
+    zero = {name: jnp.zeros(2, jnp.float32) for name in judges}
+
+    def playing(carry: tuple) -> jax.Array:
+        states, step, _, _ = carry
+        return jnp.any(~states.terminated) & (step < game.max_length)
+
+    def move(carry: tuple) -> tuple:
+        states, step, sums, count = carry
+        step_key = jax.random.fold_in(play_key, step)
+        live = ~states.terminated
+        actions = agent(step_key, states)
+        added = {}
+        for (name, act), judge_key in zip(judges.items(), jax.random.split(step_key, len(judges)), strict=True):
+            optimal, lost = pig_decisions(states, actions if name == "" else act(judge_key, states), tables)
+            added[name] = sums[name] + jnp.stack([jnp.sum(live & optimal), jnp.sum(jnp.where(live, lost, 0.0))])
+        return jax.vmap(game.step)(states, actions), step + 1, added, count + jnp.sum(live)
+
+    _, _, sums, count = jax.lax.while_loop(playing, move, (states, jnp.int32(0), zero, jnp.int32(0)))
+    total = jnp.maximum(count, 1).astype(jnp.float32)
+    judged = {"optimal_decisions/judged": count.astype(jnp.float32)}
+    for name, (optimal, lost) in sums.items():
+        judged[f"optimal_decisions{name}"] = optimal / total
+        judged[f"win_probability_lost{name}"] = lost / total
+    return judged

@@ -20,7 +20,7 @@ import numpy as np
 from azjax import solver as solver_lib
 from azjax.bots import Analysis, Bot, sample_uniform, uniform_policy
 from azjax.games import BoardState, Game, State
-from azjax.games.pig import PigState
+from azjax.games.pig import HOLD, ROLL, PigState
 
 PERFECT_MAX_STATES = 20_000  # the perfect player solves the game at once; beyond this many positions it refuses
 CONNECT_FOUR_MAX_SECONDS = 60.0  # Connect Four's perfect player gives up on a position after this long
@@ -66,9 +66,35 @@ def connect_four_perfect_analysis(key: jax.Array, states: BoardState, *, max_sec
     )
 
 
-def pig_perfect_analysis(key: jax.Array, states: PigState, *, tables: tuple[jax.Array, jax.Array]) -> Analysis:
-    """Pig's optimal player: the exact chances of winning after rolling and after holding (`azjax.solver.pig`) as
-    values for the player to move (2p - 1, in [-1, 1]), random among the optimal moves."""
+def is_pig(game: Game) -> bool:
+    """Whether `game` is Pig as `azjax.games.make_pig` makes it (any goal or move limit)."""
+    from azjax.games import pig
+
+    try:
+        pig.goal_of(game)
+    except ValueError:
+        return False
+    return game.has_chance
+
+
+PigTables = tuple[jax.Array, jax.Array]
+"""Pig's exact chances of winning after rolling and after holding, float32 [goal, goal, goal] each, indexed by the
+mover's score, the opponent's and the turn's total (`pig_tables`; holding's 0 where it is illegal)."""
+
+
+def pig_tables(game: Game) -> PigTables:
+    """The exact chances of winning (`PigTables`) of a Pig game made by `make_pig`, solved on first use (about a
+    second for Pig to 100; `azjax.solver.pig`)."""
+    from azjax.games import pig
+    from azjax.solver import pig as pig_solver
+
+    solution = pig_solver.solve(pig.goal_of(game))
+    return (jnp.asarray(solution.roll, jnp.float32),
+            jnp.asarray(np.nan_to_num(solution.hold, nan=0.0), jnp.float32))
+
+
+def pig_action_values(states: PigState, tables: PigTables) -> jax.Array:
+    """[B, 2] float32: the mover's exact chance of winning after each action (roll, hold), NaN where illegal."""
     roll, hold = tables
     goal = roll.shape[0]
     mover = states.current_player
@@ -77,9 +103,30 @@ def pig_perfect_analysis(key: jax.Array, states: PigState, *, tables: tuple[jax.
     i, j = jnp.clip(mine, 0, goal - 1), jnp.clip(theirs, 0, goal - 1)
     k = jnp.clip(states.turn_total, 0, goal - 1)
     values = jnp.stack([roll[i, j, k], hold[i, j, k]], axis=-1)
-    values = jnp.where(states.legal_action_mask, 2.0 * values - 1.0, jnp.nan)
+    return jnp.where(states.legal_action_mask, values, jnp.nan)
+
+
+PIG_TIE = 2e-9  # actions whose chances of winning differ by less are equally good (float32 tables, ties exact)
+
+
+def pig_decisions(states: PigState, actions: jax.Array, tables: PigTables) -> tuple[jax.Array, jax.Array]:
+    """How good `actions` [B] are in `states` [B] (live ones; a terminal row's figures mean nothing): whether each
+    is optimal (bool [B]) and the chance of winning it gives up against the best action (float32 [B], 0 for an
+    optimal one)."""
+    values = pig_action_values(states, tables)
+    best = jnp.max(jnp.where(states.legal_action_mask, values, -jnp.inf), axis=-1)
+    chosen = jnp.take_along_axis(jnp.nan_to_num(values, nan=-1.0), actions[:, None].astype(jnp.int32), axis=1)[:, 0]
+    lost = jnp.maximum(best - chosen, 0.0)
+    return lost < PIG_TIE, jnp.where(lost < PIG_TIE, 0.0, lost)
+
+
+def pig_perfect_analysis(key: jax.Array, states: PigState, *, tables: PigTables) -> Analysis:
+    """Pig's optimal player: the exact chances of winning after rolling and after holding (`pig_tables`) as
+    values for the player to move (2p - 1, in [-1, 1]), random among the optimal moves."""
+    chances = pig_action_values(states, tables)
+    values = 2.0 * chances - 1.0
     best_value = jnp.max(jnp.where(states.legal_action_mask, values, -jnp.inf), axis=-1, keepdims=True)
-    best = states.legal_action_mask & (values >= best_value - 2e-9)
+    best = states.legal_action_mask & (values >= best_value - 2.0 * PIG_TIE)
     return Analysis(
         action=sample_uniform(key, best),
         policy=uniform_policy(best),
@@ -89,14 +136,25 @@ def pig_perfect_analysis(key: jax.Array, states: PigState, *, tables: tuple[jax.
 
 
 def pig_perfect_bot(game: Game) -> Bot:
-    """Pig's optimal player ("perfect"), from the exact solution of its goal (solved on first use; about a second
-    for Pig to 100)."""
-    from azjax.games import pig
-    from azjax.solver import pig as pig_solver
+    """Pig's optimal player ("perfect"), from the exact solution of its goal (`pig_tables`)."""
+    return Bot("perfect", functools.partial(pig_perfect_analysis, tables=pig_tables(game)))
 
-    solution = pig_solver.solve(pig.goal_of(game))
-    tables = (jnp.asarray(solution.roll, jnp.float32), jnp.asarray(np.nan_to_num(solution.hold, nan=0.0), jnp.float32))
-    return Bot("perfect", functools.partial(pig_perfect_analysis, tables=tables))
+
+def pig_hold_analysis(key: jax.Array, states: PigState, *, threshold: int) -> Analysis:
+    """Pig's hold-at-N player: rolls until the turn's total reaches `threshold` (or the mover's score with it
+    reaches the goal, which a roll's win ends at once), then holds; no values."""
+    del key
+    hold = (states.turn_total >= threshold) & states.legal_action_mask[:, HOLD]
+    action = jnp.where(hold, HOLD, ROLL).astype(jnp.int32)
+    policy = jax.nn.one_hot(action, 2)
+    nan = jnp.full(action.shape, jnp.nan)
+    return Analysis(action=action, policy=policy, value=nan, action_values=jnp.stack([nan, nan], axis=-1))
+
+
+def pig_hold_bot(threshold: int, name: str | None = None) -> Bot:
+    """Pig's hold-at-`threshold` player (the baseline "hold:20"): the classic simple strategy, which the optimal
+    player beats (measured: experiments/studies/pig/README.md)."""
+    return Bot(name or f"hold:{threshold}", functools.partial(pig_hold_analysis, threshold=threshold))
 
 
 _connect_four_solvers: dict = {}  # one per time limit, made at first use (~80 MB each)
@@ -164,7 +222,7 @@ def perfect_bot(
     """
     if game.name == "connect_four":
         return Bot("perfect", functools.partial(connect_four_perfect_analysis, max_seconds=max_seconds))
-    if game.name.startswith("pig") and game.has_chance:
+    if is_pig(game):
         return pig_perfect_bot(game)
     if solution is None:
         try:

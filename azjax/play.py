@@ -3,8 +3,9 @@
 The board is drawn with its coordinates (`game.render`), the person types a move in the game's notation
 (`game.string_to_action`, e.g. "b2" in tic-tac-toe, "d" in Connect Four), and the agent answers with its move,
 its value of the position and its top candidate moves. A malformed or illegal move gets a message and a new
-prompt; "help" lists the legal moves; "quit" (or end of input, or Ctrl-C) stops cleanly. Input and output are
-functions, so the loop is tested with a script and runs in a notebook.
+prompt; "help" lists the legal moves; "quit" (or end of input, or Ctrl-C) stops cleanly. In Pig each move is
+followed by what the die showed ("O rolls a 4: turn total 9"). Input and output are functions, so the loop is
+tested with a script and runs in a notebook.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from azjax.bots import Analysis, Bot
-from azjax.games import Game, State
+from azjax.games import Game, State, pig
 from azjax.openings import non_ending_moves
-from azjax.perfect import solve_timeouts_raised
+from azjax.perfect import is_pig, solve_timeouts_raised
 from azjax.text import counted
 
 QUIT_WORDS = ("quit", "q", "exit")
@@ -86,6 +87,7 @@ def play_game(
         "'quit' stops."
     )
     opponent = _Opponent(bot, state)
+    dice = is_pig(game)
     while not bool(state.terminated):
         output_fn(game.render(state))
         if int(state.current_player) == human_player:
@@ -100,8 +102,10 @@ def play_game(
             output_fn(describe_move(game, bot.name, analysis, show_analysis=show_analysis,
                                     num_candidates=num_candidates))
         moves.append(game.action_to_string(action))
-        state = step(state, action)
+        state, before = step(state, action), state
         opponent.follow(action)
+        if dice:  # the die is shown as it falls, the agent's rolls too
+            output_fn(pig.describe_move(before, action, state))
     outcome = float(state.rewards[human_player])
     output_fn(game.render(state))
     output_fn("You win!" if outcome > 0 else "The agent wins." if outcome < 0 else "Draw.")

@@ -108,12 +108,14 @@ def _transition_values(next_states: State, mover: jax.Array, value: jax.Array) -
     return reward, discount, jnp.where(terminal, 0.0, value)
 
 
+CHANCE_TIE_NOISE = 1e-4  # the scale of the noise on a chance node's log-probabilities that breaks its ties
+
+
 def _decision_fn(
     variables: dict, key: jax.Array, action: jax.Array, states: State, *, game: Game, apply_fn: ApplyFn
 ) -> tuple[mctx.DecisionRecurrentFnOutput, dict]:
     """A chance game's move: the chance node after it, its outcomes' log-probabilities and its value for the mover
     (the expectation over the outcomes of reward + discount x value of the position reached)."""
-    del key
     chance_outcomes, step_outcome = game.chance_outcomes, game.step_outcome
     assert chance_outcomes is not None and step_outcome is not None  # a game with chance has both
     batch, num_outcomes = action.shape[0], game.num_chance_outcomes
@@ -125,8 +127,11 @@ def _decision_fn(
     mover = jnp.repeat(states.current_player, num_outcomes)
     reward, discount, value = _transition_values(flat, mover, value)
     backed_up = (reward + discount * value).reshape(batch, num_outcomes)
+    # mctx visits a chance node's outcomes by argmax(p / (n + 1)), ties to the lowest index, so equally likely
+    # outcomes would always be visited in one order (Pig's bust first): a tiny noise breaks the ties at random.
+    tie_break = CHANCE_TIE_NOISE * jax.random.gumbel(key, probabilities.shape)
     output = mctx.DecisionRecurrentFnOutput(
-        chance_logits=jnp.log(probabilities),
+        chance_logits=jnp.log(probabilities) + tie_break,
         afterstate_value=jnp.sum(jnp.where(probabilities > 0, probabilities * backed_up, 0.0), axis=-1),
     )
     return output, {"states": states, "action": action}

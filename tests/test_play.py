@@ -272,3 +272,30 @@ def test_a_searching_agent_shows_the_move_it_plays_first(tiny_overrides):
         assert shown[0] == f"az plays {played}." and shown[2].startswith(f"  most searched: {played} ")
         disagree += int(np.argmax(one.policy[0])) != int(one.action[0])
     assert disagree > 0  # positions where the improved policy's first move is not the one played exist
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Pig: the dice shown as they fall
+
+
+def test_cli_play_pig_shows_every_roll(monkeypatch, capsys):
+    # The person (X) rolls twice and holds (or loses the turn to a 1 first); hold:20 plays its turn; quit.
+    scripted_input(monkeypatch, ["roll", "r", "hold", "quit"])
+    assert cli.main(["play", "hold:20", "--game", "pig", "--seed", "0"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^X rolls a ([2-6]: turn total \d+|1: turn lost)$", out, re.M), out
+    assert re.search(r"^O rolls a ([2-6]: turn total \d+|1: turn lost)$", out, re.M), out
+    rolls = re.findall(r"^[XO] rolls a (\d)", out, re.M)
+    assert len(rolls) == re.search(r"^Moves: (.*)$", out, re.M)[1].split().count("roll") > 2  # every roll shown
+    assert "You quit the game." in out and "Traceback" not in out
+
+
+def test_cli_play_pig_without_a_shipped_agent_says_what_to_play(monkeypatch, capsys):
+    assert cli.main(["play", "pig"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert "no trained agent ships with azjax for pig" in err and "`azjax play perfect --game pig`" in err
+    scripted_input(monkeypatch, ["quit"])
+    assert cli.main(["play", "--game", "pig", "--seed", "0"]) == 0  # no agent named: the perfect player
+    out = capsys.readouterr().out
+    assert "Loading perfect ..." in out and "You quit the game." in out

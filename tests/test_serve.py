@@ -519,3 +519,41 @@ def test_the_page_is_package_data():
     assert {"index.html", "app.js", "style.css"} <= {p.name for p in static.iterdir()}
     pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
     assert '"azjax.serve" = ["static/*"]' in pyproject
+
+
+
+def test_pig_is_played_by_its_moves_names(client):
+    """Pig has no board to click: its moves (roll, hold) are offered by name (the page's buttons) and played by
+    name; the picture shows the die; an agent that would look ahead through the dice is refused."""
+    view = new_game(client, (HUMAN, "random"), game="pig")
+    assert view["grid"] is None and view["your_turn"] and 'class="die" data-face="0"' in view["svg"]
+    assert view["legal"] == [{"action": 0, "move": "roll", "targets": None}]  # no hold before the first roll
+    moves = f"/api/games/{view['id']}/moves"
+    assert "not played by clicking squares" in assert_refused(client.post(moves, json={"path": ["a1"]}), 400)
+    assert "hold is not legal here" in assert_refused(client.post(moves, json={"move": "hold"}), 409)
+    assert client.post(moves, json={"move": "roll"}).status_code == 200
+    view = settled(client, view["id"])
+    assert view["moves"][0] == {"action": 0, "move": "roll", "player": 0} and view["your_turn"]
+    if view["num_moves"] == 1:  # a 2 to 6: the turn goes on, and holding is legal
+        assert [m["move"] for m in view["legal"]] == ["roll", "hold"]
+        assert client.post(moves, json={"move": "hold"}).status_code == 200
+        view = settled(client, view["id"])
+    assert view["num_moves"] >= 2 and view["moves"][-1]["player"] == 1 and view["your_turn"]  # random's turn
+    assert {m["move"] for m in view["moves"]} <= {"roll", "hold"}
+    assert 1 <= int(view["svg"].split('class="die" data-face="')[1].split('"')[0]) <= 6
+    refused = client.post("/api/games", json={"game": "pig", "players": [HUMAN, "mcts:200"]})
+    assert "a game with chance" in assert_refused(refused, 400)
+
+
+def test_a_pig_player_named_is_offered_for_pig_and_plays_it():
+    """hold:N plays only Pig: named on the command line it is offered for Pig, which it makes the default game."""
+    pig_server = GameServer.from_specs(["hold:20"], max_games=2)
+    offered = {agent["spec"]: agent for agent in pig_server.info()["agents"]}
+    assert offered["hold:20"]["game"] == "pig" and "holds" in offered["hold:20"]["about"]
+    assert pig_server.info()["default_game"] == "pig"
+    client = create_app(pig_server).test_client()
+    view = settled(client, new_game(client, ("hold:20", "random"), game="pig", pace=0)["id"])
+    assert view["terminated"] and view["kind"] == "watch" and 'class="die"' in view["svg"]
+    assert "not tic_tac_toe" in assert_refused(client.post("/api/games", json={
+        "game": "tic_tac_toe", "players": [HUMAN, "hold:20"]}), 400)
+    pig_server.close()

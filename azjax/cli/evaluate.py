@@ -181,13 +181,39 @@ def _play_matches(args: argparse.Namespace) -> int:
     anchor = table.names[table.elo.anchor]
     print(f"\nElo (Bradley-Terry maximum likelihood, {anchor} = 0, one virtual draw per pairing):")
     print(results.format_elo(table.names, table.elo, table.matches, width))
+    decisions = _pig_decisions(args, game, players, width)
     if args.json is not None and parallel.is_primary():
-        args.json.write_text(json.dumps(dict(table.to_dict(), game=game.name, games_per_pairing=args.games), indent=2)
-                             + "\n")
+        args.json.write_text(json.dumps(dict(table.to_dict(), game=game.name, games_per_pairing=args.games,
+                                             **decisions), indent=2) + "\n")
         print(f"Results written to {args.json}")
     if args.record is not None and parallel.is_primary():
         _write_record(args, table.names, recorded)
     return 0
+
+
+def _pig_decisions(args: argparse.Namespace, game, players, width: int) -> dict:
+    """Pig: every agent's decisions in --games games against itself, judged by the exact solution (printed; for
+    --json, {"decisions": {name: figures}}); nothing for other games."""
+    import functools
+
+    import jax
+
+    from azjax import evaluation, perfect
+
+    if not perfect.is_pig(game):
+        return {}
+    tables = perfect.pig_tables(game)
+    print(f"\nDecisions judged by the exact solution, in {args.games} games of each agent against itself:")
+    judged = {}
+    for number, bot in enumerate(players):
+        figures = jax.device_get(jax.jit(functools.partial(
+            evaluation.pig_decisions_in_own_games, game=game, agent=bot.act, num_games=args.games, tables=tables))(
+            jax.random.fold_in(jax.random.key(args.seed), number)))
+        judged[bot.name] = {name: float(value) for name, value in figures.items()}
+        judged_count = int(figures["optimal_decisions/judged"])
+        print(f"{bot.name:<{width}}  optimal {figures['optimal_decisions']:.3f} of {judged_count:,} decisions, chance "
+              f"of winning lost {figures['win_probability_lost']:.4f} a decision", flush=True)
+    return {"decisions": judged}
 
 
 def _check_match_options(args: argparse.Namespace) -> None:

@@ -19,7 +19,7 @@ def add_arguments(commands) -> None:
     )
     play.add_argument("agent", nargs="?", metavar="AGENT", help="the opponent; a game's name plays the agent "
                       "shipped for it, e.g. `azjax play connect_four` (default: the game's shipped agent where "
-                      "there is one, else mcts:1000)")
+                      "there is one, else mcts:1000; in a game with chance, perfect for pig, else random)")
     play.add_argument("--game", help="the game (default: the run's, else tic_tac_toe): " + common.GAME_HELP)
     play.add_argument("--first", choices=["you", "agent", "random"], default="you", help="who moves first "
                       "(default: you)")
@@ -43,6 +43,16 @@ def _one_player_game(name: str | None):
     return game if game.num_players == 1 else None
 
 
+def _untrained_agent(game) -> str:
+    """The agent `azjax play` picks for a game without a shipped one: UCT, or for a game with chance (which UCT
+    cannot look ahead in) Pig's perfect player, else random."""
+    from azjax import perfect
+
+    if not game.has_chance:
+        return "mcts:1000"
+    return "perfect" if perfect.is_pig(game) else "random"
+
+
 def run(args: argparse.Namespace) -> int:
     import random
 
@@ -56,9 +66,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"{alone.name} is a one-player game: you play it alone.", flush=True)
         play.play_alone(alone, key=jax.random.key(args.seed if args.seed is not None else 0))
         return 0
-    if args.agent is None:  # the shipped agent of the game asked for, else UCT
+    if args.agent is None:  # the shipped agent of the game asked for, else one that needs no training
         name = games.canonical(args.game) if args.game else "tic_tac_toe"
-        args.agent = pretrained.PREFIX + name if name in pretrained.names() else "mcts:1000"
+        args.agent = (pretrained.PREFIX + name if name in pretrained.names() else
+                      _untrained_agent(common.game_for([], args.game)))
+    shipped = agent_specs.shipped_game(args.agent)
+    if shipped is not None and shipped not in pretrained.names() and games.is_known(shipped):
+        raise agent_specs.SpecError(
+            f"agent {args.agent!r}: no trained agent ships with azjax for {shipped} (shipped: "
+            f"{', '.join(pretrained.names()) or 'none'}); play one that needs no training, `azjax play "
+            f"{_untrained_agent(games.make(shipped))} --game {shipped}`, or train one with `azjax train --game "
+            f"{shipped}` and pass its run directory")
     game = common.game_for([args.agent], args.game)
     if game.num_players == 1:  # a trained agent of a one-player game: the person plays, the agent hints
         bot = agent_specs.make_bot(args.agent, game, num_simulations=args.simulations, policy=args.search_policy)

@@ -5,14 +5,15 @@
 >>> drawing.show(game, states, actions=moves)       # in a notebook: the board, Previous / Next and a slider
 
 Every native game sets `Game.draw` to one of the functions here (`draw_mnk`, `draw_connect_four`, `draw_othello`,
-`draw_tafl`), and pgx games draw with pgx's own pictures. `to_svg` draws any game: a game without `draw` is shown
-as the text of its `render`. This is host code: it takes one concrete, unbatched state (jax or numpy arrays) and
-builds plain SVG strings; nothing here is jitted.
+`draw_tafl`, `draw_pig`), and pgx games draw with pgx's own pictures. `to_svg` draws any game: a game without
+`draw` is shown as the text of its `render`. This is host code: it takes one concrete, unbatched state (jax or
+numpy arrays) and builds plain SVG strings; nothing here is jitted.
 
 What the pictures hold, for tests and style sheets: each piece is an element of class "piece p0" or "piece p1" (by
 player id; Brandub's monarch "piece p1 king"), the last move is marked by an element of class "last-move",
 annotations are `<text class="annotation">`, Othello's legal placements are dots of class "legal", and the status
-line is `<text class="status">`.
+line is `<text class="status">`. Pig has no board: its score bars are the pieces, its die is `<g class="die">` with
+the face in `data-face`.
 """
 
 from __future__ import annotations
@@ -496,6 +497,122 @@ def _tafl_piece(layout: _Layout, square: int, value: int) -> str:
     return f'<g class="piece p1 king">{ring}{cross}</g>'
 
 
+_PIG_COLOURS = ("#c0392b", "#2166ac")  # X (player 0) red, O (player 1) blue, as `_mark` draws them
+_PIPS = {  # a die face's pips on a 3 x 3 grid of (column, row), 0..2
+    1: [(1, 1)],
+    2: [(0, 0), (2, 2)],
+    3: [(0, 0), (1, 1), (2, 2)],
+    4: [(0, 0), (2, 0), (0, 2), (2, 2)],
+    5: [(0, 0), (2, 0), (1, 1), (0, 2), (2, 2)],
+    6: [(0, 0), (2, 0), (0, 1), (2, 1), (0, 2), (2, 2)],
+}
+
+
+def draw_pig(
+    state: Any,
+    *,
+    goal: int,
+    last_move: int | None = None,
+    annotations: Annotations | None = None,
+) -> str:
+    """A Pig position as SVG: each player's score as a bar towards the goal (class "piece p0" / "piece p1", the
+    score in `data-score`), the mover's turn total as a pale, pending part of their bar (class "turn-total"), the
+    last roll as a die with its pips (class "die", the face in `data-face`, 0 before the first roll), the two
+    actions as boxes (class "action roll" / "action hold", the illegal one faded) and the status line.
+
+    Args:
+      state: one unbatched `PigState`: `scores` int [2], `turn_total` int [], `last_roll` int [] (0: none yet),
+        `num_moves` int [] and the common fields.
+      goal: the points that win.
+      last_move: the action that led here (0 roll, 1 hold): its box is ringed (class "last-move").
+      annotations: {action: short text}, written under the action's box.
+    Returns:
+      A standalone SVG document.
+    """
+    scores = [int(v) for v in np.asarray(state.scores)]
+    turn_total = int(np.asarray(state.turn_total))
+    face = int(np.asarray(state.last_roll))
+    mover = int(np.asarray(state.current_player))
+    over = bool(np.asarray(state.terminated))
+    legal = np.asarray(state.legal_action_mask).reshape(2)
+    last = None if last_move is None else _action(last_move, 2, "last_move")
+    left, bar_width, bar_height, top = 44.0, 300.0, 24.0, 28.0
+    scale = bar_width / goal
+    body = [_element("text", "goal", f"goal {goal}", x=left + bar_width, y=top - 8, text_anchor="end",
+                     font_size=12, fill="#555")]
+    for player in range(2):
+        y = top + player * (bar_height + 12)
+        colour = _PIG_COLOURS[player]
+        to_move = player == mover and not over
+        body.append(_element("text", "player", ("▶ " if to_move else "") + "XO"[player], x=left - 8,
+                             y=y + bar_height / 2 + 5, text_anchor="end", font_size=15, fill=colour,
+                             font_weight="bold" if to_move else "normal"))
+        body.append(_element("rect", "track", x=left, y=y, width=bar_width, height=bar_height, rx=3, fill="#f1f1ee",
+                             stroke="#bbb", stroke_width=1))
+        score = min(scores[player], goal)
+        body.append(_element("rect", f"piece p{player} score", x=left, y=y, width=score * scale, height=bar_height,
+                             rx=3, fill=colour, data_score=scores[player]))
+        number = str(scores[player])
+        if to_move and turn_total:
+            pending = min(turn_total, goal - score)
+            body.append(_element("rect", f"turn-total p{player}", x=left + score * scale, y=y,
+                                 width=pending * scale, height=bar_height, fill=colour, fill_opacity=0.3,
+                                 stroke=colour, stroke_width=1, stroke_dasharray="3 2", data_turn_total=turn_total))
+            number += f" +{turn_total}"
+        body.append(_element("text", "score-number", number, x=left + bar_width + 8, y=y + bar_height / 2 + 5,
+                             font_size=14, fill="#222"))
+    goal_x = left + bar_width
+    body.append(_element("line", "goal-line", x1=goal_x, y1=top - 3, x2=goal_x, y2=top + 2 * bar_height + 15,
+                         stroke="#333", stroke_width=2))
+    die_top = top + 2 * bar_height + 30
+    body.append(_die(left, die_top, 56.0, face, bust=face == 1))
+    if face == 0:
+        said = "no roll yet"
+    elif face == 1 and last == 0:
+        said = "a 1: turn lost"
+    else:
+        said = f"last roll {face}"
+    body.append(_element("text", "last-roll", said, x=left + 66, y=die_top + 20, font_size=13, fill="#222"))
+    body.append(_element("text", "turn", f"turn total {turn_total}", x=left + 66, y=die_top + 40, font_size=13,
+                         fill="#222"))
+    boxes = [(left + 222.0, die_top + 6), (left + 292.0, die_top + 6)]  # roll, hold: the top left of each box
+    box_width, box_height = 64.0, 28.0
+    for action, (x, y) in enumerate(boxes):
+        name = ("roll", "hold")[action]
+        opacity = 1.0 if legal[action] else 0.35
+        body.append(_element("rect", f"action {name}", x=x, y=y, width=box_width, height=box_height, rx=5,
+                             fill="#fafafa", stroke="#555", stroke_width=1, opacity=opacity))
+        body.append(_element("text", f"action-name {name}", name, x=x + box_width / 2, y=y + 19,
+                             text_anchor="middle", font_size=14, fill="#222", opacity=opacity))
+        if action == last:
+            body.append(_element("rect", "last-move", x=x - 3, y=y - 3, width=box_width + 6, height=box_height + 6,
+                                 rx=7, fill="none", stroke="#e6a100", stroke_width=3))
+    for action, text in _annotation_items(annotations, 2):
+        x, y = boxes[action]
+        body.append(_annotation(x + box_width / 2, y + box_height + 14, text))
+    status = _status(state, ("X", "O"))
+    if over and status == "draw":
+        status = f"draw after {counted(int(np.asarray(state.num_moves)), 'move')}"
+    status_y = die_top + 56 + LINE_HEIGHT
+    body.append(_element("text", "status", status, x=left, y=status_y, font_size=13, fill="#222"))
+    width = left + bar_width + 70
+    return _document(width, status_y + PADDING, body, title=f"pig to {goal}: {status}")
+
+
+def _die(x: float, y: float, size: float, face: int, *, bust: bool) -> str:
+    """A die of side `size` at (x, y) (its top left) showing `face` as pips (1 in red: a bust), blank and dashed
+    for 0 (no roll yet)."""
+    blank = face not in _PIPS
+    square = _element("rect", x=x, y=y, width=size, height=size, rx=0.18 * size, fill="#ffffff", stroke="#333",
+                      stroke_width=2, **({"stroke_dasharray": "4 3"} if blank else {}))
+    pips = [
+        _element("circle", "pip", cx=x + size * (0.25 + 0.25 * col), cy=y + size * (0.25 + 0.25 * row),
+                 r=0.09 * size, fill="#c62828" if bust else "#222")
+        for col, row in _PIPS.get(face, [])
+    ]
+    return f'<g class="die" data-face="{face}">{square}{"".join(pips)}</g>'
+
+
 # --------------------------------------------------------------------------------------------------------------
 # Any game: to_svg, the text fallback, captions.
 
@@ -731,6 +848,7 @@ __all__ = [
     "draw_connect_four",
     "draw_mnk",
     "draw_othello",
+    "draw_pig",
     "draw_tafl",
     "show",
     "text_to_svg",

@@ -35,6 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from azjax.games import drawing
 from azjax.games.base import Game, State, chance_game_steps, chance_key_data, resolve_step
 
 ROLL = 0
@@ -198,6 +199,7 @@ def make_pig(goal: int = 100, max_moves: int | None = None) -> Game:
         step=step,
         observe=functools.partial(_observe, spec=spec),
         render=functools.partial(_render, spec=spec),
+        draw=functools.partial(drawing.draw_pig, goal=goal),
         from_ascii=functools.partial(_from_ascii, spec=spec),
         action_to_string=lambda action: ACTIONS[int(action)],
         string_to_action=_string_to_action,
@@ -205,6 +207,22 @@ def make_pig(goal: int = 100, max_moves: int | None = None) -> Game:
         chance_outcomes=_chance_outcomes,
         step_outcome=step_outcome,
     )
+
+
+def describe_move(before: PigState, action: int, after: PigState) -> str:
+    """What the move `action` from `before` to `after` did, for a person following a game in the terminal:
+    "X rolls a 4: turn total 9", "O rolls a 1: turn lost", "X holds: score 45", with "; X wins" where it won."""
+    mover = int(before.current_player)
+    mark = MARKS[mover]
+    if int(action) == HOLD:
+        text = f"{mark} holds: score {int(after.scores[mover])}"
+    else:
+        face = int(after.last_roll)
+        text = f"{mark} rolls a {face}: " + ("turn lost" if face == 1 else
+                                            f"turn total {int(before.turn_total) + face}")
+    if bool(after.terminated) and float(after.rewards[mover]) > 0:
+        text += f"; {mark} wins with {int(after.scores[mover])}"
+    return text
 
 
 def goal_of(game: Game) -> int:
@@ -215,4 +233,4 @@ def goal_of(game: Game) -> int:
     return int(match.group(1)) if match else 100
 
 
-__all__ = ["ACTIONS", "FACES", "HOLD", "ROLL", "PigState", "goal_of", "make_pig"]
+__all__ = ["ACTIONS", "FACES", "HOLD", "ROLL", "PigState", "describe_move", "goal_of", "make_pig"]

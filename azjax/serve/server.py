@@ -154,7 +154,7 @@ class ServedAgent:
 
 def network_source(spec: str) -> str | None:
     """The run directory, export or shipped agent whose network the agent `spec` plays; None for an agent without
-    one (random, mcts:N, ...). Reads nothing."""
+    one (random, mcts:N, hold:N, ...). Reads nothing."""
     spec = spec.strip()
     kind, _, rest = spec.partition(":")
     if kind == "greedy":
@@ -164,7 +164,7 @@ def network_source(spec: str) -> str | None:
             rest = rest.removesuffix(suffix)
         head, _, tail = rest.rpartition(":")
         return head if head and tail.isdecimal() else rest
-    if spec in ("random", "onestep", "perfect") or kind == "mcts":
+    if spec in ("random", "onestep", "perfect") or kind in ("mcts", "hold"):
         return None
     return spec
 
@@ -203,8 +203,15 @@ class OfferedAgent:
         return self.game is None or self.game == game
 
 
+def _baseline_game(spec: str) -> str | None:
+    """The one game an agent without a network plays, where it plays only one: Pig for hold:N."""
+    return "pig" if spec.strip().partition(":")[0] == "hold" else None
+
+
 def _about(spec: str) -> str:
     kind, _, rest = spec.partition(":")
+    if kind == "hold":
+        return f"rolls until the turn's total reaches {rest}, then holds (pig)"
     if spec == "random":
         return "uniformly random legal moves"
     if spec == "onestep":
@@ -310,7 +317,8 @@ class GameServer:
         if not named:
             offered += [pretrained.PREFIX + name for name in pretrained.names()]
         offered += [spec for spec in ALWAYS_OFFERED if spec not in offered]
-        agents = [OfferedAgent(spec, agent_specs.game_of_spec(spec), _about(spec)) for spec in offered]
+        agents = [OfferedAgent(spec, agent_specs.game_of_spec(spec) or _baseline_game(spec), _about(spec))
+                  for spec in offered]
         if game is not None:
             game = games_lib.canonical(game)
             games_lib.check_known(game)

@@ -194,3 +194,53 @@ def test_a_views_plain_text_is_short():
     state = game.init(jax.random.key(0))
     view = drawing.show(game, [state, game.step(state, np.int32(4))])
     assert repr(view) == "<BoardView of 2 positions>" and "<svg" not in repr(view)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Pig: no board; score bars, the die, the actions as boxes
+
+
+@pytest.fixture(scope="module")
+def pig() -> games.Game:
+    return games.make("pig")
+
+
+def test_pig_draws_the_scores_the_turn_total_and_the_die(pig):
+    state = pig.from_ascii("pig to 100, player 1 (O) to move\nX 37  O 52  turn total 8  last roll 4")
+    root = parse(drawing.to_svg(pig, state, last_move=0, annotations={0: "61%", 1: "39%"}))
+    assert [e.get("data-score") for e in with_class(root, "score")] == ["37", "52"]
+    assert [("p0" in e.get("class"), "p1" in e.get("class")) for e in with_class(root, "piece")] == [
+        (True, False), (False, True)]
+    pending = with_class(root, "turn-total")
+    assert len(pending) == 1 and "p1" in pending[0].get("class").split() and pending[0].get("data-turn-total") == "8"
+    (die,) = with_class(root, "die")
+    assert die.get("data-face") == "4" and len(with_class(die, "pip")) == 4
+    assert "52 +8" in texts(root) and "turn total 8" in texts(root) and "goal 100" in texts(root)
+    assert [e.text for e in with_class(root, "status")] == ["O to move"]
+    assert sorted(e.text for e in with_class(root, "annotation")) == ["39%", "61%"]
+    (ring,) = with_class(root, "last-move")
+    roll_box = next(e for e in with_class(root, "action") if "roll" in e.get("class").split())
+    assert float(ring.get("x")) < float(roll_box.get("x")) < float(ring.get("x")) + float(ring.get("width"))
+    assert not with_class(parse(pig.draw(state)), "last-move")
+
+
+def test_pig_before_the_first_roll_a_bust_and_the_ends(pig):
+    start = pig.init(jax.random.key(0))
+    root = parse(pig.draw(start))
+    assert with_class(root, "die")[0].get("data-face") == "0" and not with_class(root, "pip")
+    assert "no roll yet" in texts(root) and [e.text for e in with_class(root, "status")] == ["X to move"]
+    assert with_class(root, "hold")[0].get("opacity") == "0.35"  # holding a total of 0 is illegal
+    bust = pig.step_outcome(start, 0, 0)  # a 1
+    root = parse(pig.draw(bust, last_move=0))
+    assert with_class(root, "die")[0].get("data-face") == "1" and "a 1: turn lost" in texts(root)
+    html = drawing.show(pig, [start, bust], actions=[0])._repr_html_()
+    assert html.count("<svg") == 2 and "move 1: roll" in html
+    near = pig.from_ascii("pig to 100, player 0 (X) to move\nX 97  O 52  turn total 0  last roll 3")
+    won = pig.step_outcome(near, 0, 5)  # a 6: 103 points
+    root = parse(pig.draw(won, last_move=0))
+    assert [e.text for e in with_class(root, "status")] == ["X wins"]
+    assert with_class(root, "score")[0].get("data-score") == "103"
+    short = games.make_pig(goal=10, max_moves=1)
+    drawn = short.step_outcome(short.init(jax.random.key(0)), 0, 2)
+    assert [e.text for e in with_class(parse(short.draw(drawn)), "status")] == ["draw after 1 move"]
+    assert "goal 10" in texts(parse(short.draw(drawn)))

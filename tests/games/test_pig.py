@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 
 import jax
 import jax.numpy as jnp
@@ -14,7 +15,7 @@ import numpy as np
 import pytest
 from tiny import jit_optimised, run_cli
 
-from azjax import games, search
+from azjax import agent_specs, arena, evaluation, games, perfect, search
 from azjax.config import ConfigError
 from azjax.games import pig
 from azjax.games.base import chance_game_steps
@@ -231,9 +232,12 @@ def test_the_commands_run_on_pig(tmp_path):
     code, out, err = run_cli(["train", "--game", "pig", "--out", run, "--iterations", "1", "--eval-every", "1",
                               "--eval-games", "2", "--no-progress", "--devices", "1", *SHRUNK])
     assert code == 0, err[-3000:]
-    assert "eval/perfect" in (run / "metrics.jsonl").read_text()
-    code, out, err = run_cli(["eval", run, "perfect", "--games", "2", "--devices", "1"])
-    assert code == 0 and "perfect" in out, err[-3000:]
+    metrics = (run / "metrics.jsonl").read_text()
+    assert all(f'"eval/{name}"' in metrics for name in ("perfect", "hold20", "random", "optimal_decisions",
+                                                         "optimal_decisions_network", "win_probability_lost"))
+    code, out, err = run_cli(["eval", run, "perfect", "hold:20", "--games", "2", "--devices", "1"])
+    assert code == 0 and "Decisions judged by the exact solution" in out, err[-3000:]
+    assert re.search(r"^perfect +optimal 1\.000 of [\d,]+ decisions, chance of winning lost 0\.0000", out, re.M), out
     code, out, err = run_cli(["eval", run, "onestep", "--games", "2", "--devices", "1"])
     assert code != 0 and "would show it the dice" in out + err and "Traceback" not in out + err
 
@@ -257,3 +261,64 @@ def test_the_game_lengths_study_reports_each_player(load_experiment):
     assert sorted(found) == ["hold-at-20", "optimal", "random"]
     for row in found.values():
         assert 0 < row["mean"] <= row["max"] <= pig.make_pig(GOAL).max_length and row["over_default_limit"] == 0
+
+
+@pytest.fixture(scope="module")
+def pig100():
+    return games.make("pig")
+
+
+def test_pig_decisions_are_judged_by_the_exact_solution(pig100):
+    """pig_decisions against the numpy solution's optimal actions, on positions of random play of Pig to 100."""
+    game = pig100
+    solution = exact.solve(100)
+    states, _, _ = jax.device_get(
+        jit_optimised(functools.partial(_play_random, game=game, num_games=64, num_moves=30))(jax.random.key(5)))
+    flat = jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), states)
+    live = ~np.asarray(flat.terminated)
+    flat = jax.tree.map(lambda x: x[live], flat)
+    assert len(flat.turn_total) > 500
+    tables = perfect.pig_tables(game)
+    index = exact.position_index(flat.scores, flat.current_player, flat.turn_total)
+    for action in (pig.ROLL, pig.HOLD):
+        actions = np.full(len(flat.turn_total), action, np.int32)
+        optimal, lost = jax.device_get(jax.jit(perfect.pig_decisions)(jax.tree.map(jnp.asarray, flat), actions,
+                                                                     tables))
+        legal = np.asarray(flat.legal_action_mask)[:, action]
+        want = solution.optimal_actions(tie=1e-6)[index][:, action]
+        assert np.array_equal(optimal[legal], want[legal]) and 0 < want[legal].mean() < 1
+        best = np.fmax(solution.roll, solution.hold)[index]
+        chosen = (solution.roll if action == pig.ROLL else solution.hold)[index]
+        np.testing.assert_allclose(lost[legal], np.where(want, 0.0, best - chosen)[legal], atol=1e-6)
+
+
+def test_the_players_own_games_judged_rank_them(pig100):
+    """In their games of Pig to 100 against themselves, the optimal player's decisions are all optimal,
+    hold-at-20's and the random player's less so, the random player's the worst."""
+    game = pig100
+    tables = perfect.pig_tables(game)
+    judged = {}
+    for spec in ("perfect", "hold:20", "random"):
+        bot = agent_specs.make_bot(spec, game)
+        judged[spec] = jax.device_get(jax.jit(functools.partial(
+            evaluation.pig_decisions_in_own_games, game=game, agent=bot.act, num_games=64, tables=tables))(
+            jax.random.key(6)))
+    assert all(figures["optimal_decisions/judged"] > 300 for figures in judged.values())
+    assert judged["perfect"]["optimal_decisions"] == 1.0 and judged["perfect"]["win_probability_lost"] == 0.0
+    assert 0.5 < judged["hold:20"]["optimal_decisions"] < 1.0
+    assert judged["random"]["optimal_decisions"] < judged["hold:20"]["optimal_decisions"]
+    assert judged["random"]["win_probability_lost"] > judged["hold:20"]["win_probability_lost"] > 0.0
+
+
+def test_the_optimal_player_beats_hold_at_20(pig100):
+    """Pig to 100: the optimal player against hold-at-20 over 2,000 games, both seats."""
+    result = arena.play(jax.random.key(7), pig100, perfect.pig_perfect_bot(pig100),
+                        agent_specs.make_bot("hold:20", pig100), 2000)
+    assert result.score_interval[0] > 0.5, result
+
+
+def test_hold_is_a_player_of_pig_only(game):
+    with pytest.raises(agent_specs.SpecError, match="is a player of pig"):
+        agent_specs.make_bot("hold:20", games.make("tic_tac_toe"))
+    with pytest.raises(agent_specs.SpecError, match="not a whole number of points"):
+        agent_specs.make_bot("hold:x", game)

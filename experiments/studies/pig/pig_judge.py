@@ -1,18 +1,21 @@
-"""Pig judged by its exact solution: a trained run's share of optimal decisions (the network alone and its search)
-on positions of optimal play, and its score against the optimal player from both seats.
+"""Pig judged by its exact solution: a trained run's decisions (its network's top move and its search's move) and
+its score against the optimal player from both seats.
 
     azjax train --game pig --seconds 600 --out runs/pig
-    python experiments/studies/pig/pig_judge.py runs/pig --positions 2000 --games 400
+    python experiments/studies/pig/pig_judge.py runs/pig                 # 256 own games, 4000 against perfect
 
-Positions: every decision of 256 games between two optimal players (the dice drawn by the games' own keys), of
-which `--positions` are drawn at random. A decision counts as optimal where its chance of winning is within 1e-9
-of the best move's (both moves are optimal at a tie). The match: `--games` games (half in each seat) of the run's
-agent with its search against `perfect`, scored +1 a win, 0.5 a draw, 0 a loss, with a 95% interval.
+Decisions are judged on two sets of positions: every decision of `--own-games` games of the agent (with search)
+against itself, the yardstick of training's evaluation (`evaluation.pig_decisions_in_own_games`); and
+`--positions` decisions drawn from 256 games between two optimal players. A decision is optimal where its chance
+of winning is that of the best move (`perfect.pig_decisions`: both moves at a tie); a wrong one counts by the
+chance of winning it loses. The match: `--games` games (half in each seat) of the run's agent with its search
+against `perfect`, scored 1 a win, 0.5 a draw, 0 a loss, with a 95% interval.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from pathlib import Path
@@ -21,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from azjax import arena, load_agent, perfect
+from azjax import arena, evaluation, load_agent, perfect
 from azjax.games import pig
 from azjax.network_bots import alphazero_bot, greedy_bot
 from azjax.solver import pig as exact
@@ -51,43 +54,55 @@ def optimal_play_positions(game, key: jax.Array, num_games: int = 256):
     return jax.tree.map(lambda x: np.asarray(x).reshape(-1, *x.shape[2:])[live], visited)
 
 
-def decision_share(solution, states, bot, key: jax.Array) -> float:
-    actions = np.asarray(jax.jit(bot.act)(key, jax.tree.map(jnp.asarray, states)))
-    index = exact.position_index(states.scores, states.current_player, states.turn_total)
-    return exact.optimal_action_share(solution, index, actions)
+def decision_share(tables, states, bot, key: jax.Array) -> dict[str, float]:
+    """`bot`'s decisions on `states` judged by the exact solution: the share optimal and the mean chance of winning
+    lost."""
+    states = jax.tree.map(jnp.asarray, states)
+    actions = jax.jit(bot.act)(key, states)
+    optimal, lost = jax.device_get(jax.jit(perfect.pig_decisions)(states, actions, tables))
+    return {"optimal_decisions": float(np.mean(optimal)), "win_probability_lost": float(np.mean(lost))}
 
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run", help="a run directory of Pig (azjax train --game pig --out RUN)")
-    parser.add_argument("--positions", type=int, default=2000, help="decisions judged (default 2000)")
-    parser.add_argument("--games", type=int, default=400, help="games against the optimal player (default 400)")
+    parser.add_argument("--positions", type=int, default=2000, help="decisions of optimal play judged (default 2000)")
+    parser.add_argument("--own-games", type=int, default=256, help="games of the agent against itself whose "
+                        "decisions are judged (default 256)")
+    parser.add_argument("--games", type=int, default=4000, help="games against the optimal player (default 4000)")
     parser.add_argument("--simulations", type=int, default=None, help="the search's simulations (default: the run's)")
     parser.add_argument("--out", default=None, help="where to write the record (default: print only)")
     args = parser.parse_args(argv)
 
     agent = load_agent(args.run)
     game = agent.game
+    tables = perfect.pig_tables(game)
     solution = exact.solve(pig.goal_of(game))
     states = optimal_play_positions(game, jax.random.key(0))
     chosen = np.random.default_rng(0).choice(len(states.turn_total), size=min(args.positions, len(states.turn_total)),
                                              replace=False)
     states = jax.tree.map(lambda x: x[chosen], states)
     search_bot = alphazero_bot(agent, num_simulations=args.simulations)
-    shares = {"network": decision_share(solution, states, greedy_bot(agent), jax.random.key(1)),
-              "search": decision_share(solution, states, search_bot, jax.random.key(2))}
-    result = arena.play(jax.random.key(3), game, search_bot, perfect.pig_perfect_bot(game), args.games)
+    network_bot = greedy_bot(agent)
+    own = jax.device_get(jax.jit(functools.partial(
+        evaluation.pig_decisions_in_own_games, game=game, agent=search_bot.act, num_games=args.own_games,
+        tables=tables, network=network_bot.act))(jax.random.key(4)))
     record = {
         "run": str(args.run),
-        "positions": len(chosen),
-        "optimal_decisions": shares,
-        "games": result.games,
-        "wins_draws_losses": [result.wins, result.draws, result.losses],
-        "score_against_perfect": result.score,
-        "score_interval_95": list(result.score_interval),
+        "simulations": args.simulations or agent.config.search.num_simulations,
+        "own_games": {name: float(value) for name, value in own.items()},
+        "optimal_play_positions": len(chosen),
+        "on_optimal_play": {"network": decision_share(tables, states, network_bot, jax.random.key(1)),
+                            "search": decision_share(tables, states, search_bot, jax.random.key(2))},
         "first_player_optimum": float(solution.win[0, 0, 0]),
     }
-    print(json.dumps(record, indent=2))
+    print(json.dumps(record, indent=2), flush=True)
+    if args.games:
+        result = arena.play(jax.random.key(3), game, search_bot, perfect.pig_perfect_bot(game), args.games)
+        record.update({"games": result.games, "wins_draws_losses": [result.wins, result.draws, result.losses],
+                       "score_against_perfect": result.score, "score_interval_95": list(result.score_interval)})
+        print(f"against perfect: {result.score:.3f} [{result.score_interval[0]:.3f}, {result.score_interval[1]:.3f}]"
+              f" over {result.games} games ({result.wins}-{result.draws}-{result.losses})")
     if args.out:
         path = Path(args.out) / f"{results_stem('pig_judge')}.json"
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -97,13 +97,16 @@ def _preset_othello6_cpu() -> Config:
 
 
 def _preset_pig_cpu() -> Config:
-    # Pig to 100: 2 actions, a die after every roll; games of sensible players last about 100 decisions. PUCT over
-    # Stochastic MuZero's chance nodes (each expansion values the 6 faces at once); CPU_TRAIN, unfinished kept.
+    # Pig to 100: 2 actions, a die after every roll; games of sensible players last about 85 decisions. PUCT over
+    # Stochastic MuZero's chance nodes (each expansion values the 6 faces at once). 4 simulations: more made the
+    # same network's decisions worse (mean backups undervalue rolling, which keeps the turn, against holding, which
+    # passes it); a value head of 32 channels (the observation is one cell: 1 channel squeezed the value through one
+    # number). Measured: experiments/studies/pig/README.md. CPU_TRAIN, unfinished games kept.
     return Config(
         game="pig",
-        num_iterations=200,
-        network=NetworkConfig(num_blocks=2, num_channels=32),
-        search=SearchConfig(num_simulations=16, policy="puct", temperature_moves=0),
+        num_iterations=500,
+        network=NetworkConfig(num_blocks=2, num_channels=32, value_channels=32),
+        search=SearchConfig(num_simulations=4, policy="puct", temperature_moves=0),
         selfplay=SelfPlayConfig(num_games=128, num_steps=32, keep_unfinished=True),
         train=dataclasses.replace(CPU_TRAIN, num_sgd_steps=64, replay_capacity=65536),
     )

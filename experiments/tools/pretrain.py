@@ -59,6 +59,9 @@ GAMES = {
     "othello6": dict(iterations=200, opening_moves=4, opponents=("mcts:400", "mcts:1600"), simulations=256),
     "brandub": dict(iterations=120, opening_moves=2, opponents=("random", "onestep", "mcts:400", "mcts:1600"),
                     simulations=64),
+    # Pig: no openings (a random roll or hold would only handicap one side); judged by its exact solution.
+    "pig": dict(seconds=600, opening_moves=0, opponents=("perfect", "hold:20", "random"), simulations=None,
+                eval_every=50),
 }
 LABELLED = ("tic_tac_toe", "connect_four")  # games with solved positions (azjax.solver.positions)
 
@@ -103,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if not args.skip_training:
         note_written(run_dir)
-        train(args.game, run_dir, seconds, args.seed, [*spec.get("set", ()), *args.set], iterations)
+        train(args.game, run_dir, seconds, args.seed, [*spec.get("set", ()), *args.set], iterations,
+              eval_every=spec.get("eval_every"))
     simulations = args.play_simulations if args.play_simulations is not None else spec["simulations"]
     package(run_dir, out, simulations)
     note_written(out)
@@ -124,8 +128,9 @@ def default_out(game: str) -> Path:
 
 
 def train(game: str, run_dir: Path, seconds: float | None, seed: int, overrides: list[str] = (),
-          iterations: int | None = None) -> dict:
-    """Runs `azjax train` and writes RUN/pretrain.json: how it was trained."""
+          iterations: int | None = None, eval_every: int | None = None) -> dict:
+    """Runs `azjax train` (evaluating every `eval_every` iterations where given: Pig's evaluation costs as much as
+    several of its iterations) and writes RUN/pretrain.json: how it was trained."""
     if run_dir.exists():
         raise SystemExit(f"{run_dir} exists: pass --skip-training to package it, or remove it to train anew")
     command = ["azjax", "train", "--game", game, "--seed", str(seed), "--out", str(run_dir), "--no-progress"]
@@ -133,6 +138,8 @@ def train(game: str, run_dir: Path, seconds: float | None, seed: int, overrides:
         command[4:4] = ["--seconds", f"{seconds:g}"]
     if iterations is not None:
         command[4:4] = ["--iterations", str(iterations)]
+    if eval_every is not None:
+        command += ["--eval-every", str(eval_every)]
     for override in overrides:
         field, _, value = override.partition("=")
         command += [f"--{field}", value]
@@ -204,9 +211,14 @@ def measure(game: str, out: Path, *, opponents: tuple[str, ...], games: int, ope
         shipped = agent.startswith("pretrained:")
         _add(out, ["python", "experiments/tools/pretrain.py", "connect_four", "--skip-training", "--out",
                    "azjax/pretrained/connect_four" if shipped else str(out)], *_empty_board_moves(agent))
-    for opponent in opponents:
+    for number, opponent in enumerate(opponents):
         command = ["azjax", "eval", agent, opponent, "--games", str(games), "--opening-moves", str(opening_moves)]
-        match = _run_eval(command)["matches"][0]
+        result = _run_eval(command)
+        match = result["matches"][0]
+        if number == 0 and "decisions" in result:  # Pig: every decision of its games against itself, judged exactly
+            judged = result["decisions"][agent]
+            _add(out, command, f"its decisions in {games} games against itself: {judged['optimal_decisions']:.1%} "
+                 f"optimal, {judged['win_probability_lost']:.4f} chance of winning lost a decision", judged)
         called = (names or {}).get(opponent, opponent)
         _add(out, command, f"vs {called}: score {match['score']:.3f} [{match['score_low']:.3f}, "
              f"{match['score_high']:.3f}] ({match['wins']}-{match['draws']}-{match['losses']} W-D-L over "

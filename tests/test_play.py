@@ -290,12 +290,15 @@ def test_cli_play_pig_shows_every_roll(monkeypatch, capsys):
     assert "You quit the game." in out and "Traceback" not in out
 
 
-def test_cli_play_pig_without_a_shipped_agent_says_what_to_play(monkeypatch, capsys):
-    assert cli.main(["play", "pig"]) == 2
+def test_cli_play_a_game_without_a_shipped_agent_says_what_to_play(monkeypatch, capsys):
+    from azjax.cli import play as play_command
+
+    assert cli.main(["play", "gomoku"]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
-    assert "no trained agent ships with azjax for pig" in err and "`azjax play perfect --game pig`" in err
+    assert "no trained agent ships with azjax for gomoku" in err and "`azjax play mcts:1000 --game gomoku`" in err
+    assert play_command._untrained_agent(games.make("pig")) == "perfect"  # UCT cannot look ahead through dice
     scripted_input(monkeypatch, ["quit"])
-    assert cli.main(["play", "--game", "pig", "--seed", "0"]) == 0  # no agent named: the perfect player
+    assert cli.main(["play", "--game", "pig", "--seed", "0"]) == 0  # no agent named: Pig's shipped one
     out = capsys.readouterr().out
-    assert "Loading perfect ..." in out and "You quit the game." in out
+    assert "Loading pretrained:pig" in out and "You quit the game." in out

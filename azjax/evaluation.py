@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from flax import struct
 from jax.sharding import Mesh
 
 from azjax import arena, episodes, games, memory, parallel
@@ -429,6 +430,15 @@ def _evaluate(
     return scores
 
 
+class _OwnGames(struct.PyTreeNode):
+    """The carry of `pig_decisions_in_own_games`' loop."""
+
+    states: State  # [B] the games
+    step: jax.Array  # [] int32, moves played
+    sums: dict  # per judge: float32 [2], its optimal decisions and the chance of winning lost, summed
+    count: jax.Array  # [] int32, the decisions judged
+
+
 def pig_decisions_in_own_games(key: jax.Array, game: Game, agent: AgentFn, num_games: int, tables: PigTables, *,
                                network: AgentFn | None = None) -> dict[str, jax.Array]:
     """Pig: `agent` plays `num_games` games against itself, and every decision it makes is judged by the exact
@@ -441,28 +451,28 @@ def pig_decisions_in_own_games(key: jax.Array, game: Game, agent: AgentFn, num_g
     "win_probability_lost_network" for its choices in the same positions."""
     judges = {"": agent} if network is None else {"": agent, "_network": network}
     init_key, play_key = jax.random.split(key)
-    states = jax.vmap(game.init)(jax.random.split(init_key, num_games))
-    zero = {name: jnp.zeros(2, jnp.float32) for name in judges}
+    start = _OwnGames(states=jax.vmap(game.init)(jax.random.split(init_key, num_games)), step=jnp.int32(0),
+                      sums={name: jnp.zeros(2, jnp.float32) for name in judges}, count=jnp.int32(0))
 
-    def playing(carry: tuple) -> jax.Array:
-        states, step, _, _ = carry
-        return jnp.any(~states.terminated) & (step < game.max_length)
+    def playing(carry: _OwnGames) -> jax.Array:
+        return jnp.any(~carry.states.terminated) & (carry.step < game.max_length)
 
-    def move(carry: tuple) -> tuple:
-        states, step, sums, count = carry
-        step_key = jax.random.fold_in(play_key, step)
+    def move(carry: _OwnGames) -> _OwnGames:
+        states = carry.states
+        step_key = jax.random.fold_in(play_key, carry.step)
         live = ~states.terminated
         actions = agent(step_key, states)
-        added = {}
+        sums = {}
         for (name, act), judge_key in zip(judges.items(), jax.random.split(step_key, len(judges)), strict=True):
             optimal, lost = pig_decisions(states, actions if name == "" else act(judge_key, states), tables)
-            added[name] = sums[name] + jnp.stack([jnp.sum(live & optimal), jnp.sum(jnp.where(live, lost, 0.0))])
-        return jax.vmap(game.step)(states, actions), step + 1, added, count + jnp.sum(live)
+            sums[name] = carry.sums[name] + jnp.stack([jnp.sum(live & optimal), jnp.sum(jnp.where(live, lost, 0.0))])
+        return _OwnGames(states=jax.vmap(game.step)(states, actions), step=carry.step + 1, sums=sums,
+                         count=carry.count + jnp.sum(live))
 
-    _, _, sums, count = jax.lax.while_loop(playing, move, (states, jnp.int32(0), zero, jnp.int32(0)))
-    total = jnp.maximum(count, 1).astype(jnp.float32)
-    judged = {"optimal_decisions/judged": count.astype(jnp.float32)}
-    for name, (optimal, lost) in sums.items():
+    played = jax.lax.while_loop(playing, move, start)
+    total = jnp.maximum(played.count, 1).astype(jnp.float32)
+    judged = {"optimal_decisions/judged": played.count.astype(jnp.float32)}
+    for name, (optimal, lost) in played.sums.items():
         judged[f"optimal_decisions{name}"] = optimal / total
         judged[f"win_probability_lost{name}"] = lost / total
     return judged

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Iterator
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -77,9 +78,14 @@ def is_pig(game: Game) -> bool:
     return game.has_chance
 
 
-PigTables = tuple[jax.Array, jax.Array]
-"""Pig's exact chances of winning after rolling and after holding, float32 [goal, goal, goal] each, indexed by the
-mover's score, the opponent's and the turn's total (`pig_tables`; holding's 0 where it is illegal)."""
+class PigTables(NamedTuple):
+    """Pig's exact chances of winning for the mover (`pig_tables`), float32 [goal, goal, goal] each, indexed by the
+    mover's score, the opponent's and the turn's total."""
+
+    roll: jax.Array
+    """After rolling (then playing optimally)."""
+    hold: jax.Array
+    """After holding; 0 where holding is illegal (a turn total of 0)."""
 
 
 def pig_tables(game: Game) -> PigTables:
@@ -89,20 +95,19 @@ def pig_tables(game: Game) -> PigTables:
     from azjax.solver import pig as pig_solver
 
     solution = pig_solver.solve(pig.goal_of(game))
-    return (jnp.asarray(solution.roll, jnp.float32),
-            jnp.asarray(np.nan_to_num(solution.hold, nan=0.0), jnp.float32))
+    return PigTables(roll=jnp.asarray(solution.roll, jnp.float32),
+                     hold=jnp.asarray(np.nan_to_num(solution.hold, nan=0.0), jnp.float32))
 
 
 def pig_action_values(states: PigState, tables: PigTables) -> jax.Array:
     """[B, 2] float32: the mover's exact chance of winning after each action (roll, hold), NaN where illegal."""
-    roll, hold = tables
-    goal = roll.shape[0]
+    goal = tables.roll.shape[0]
     mover = states.current_player
     mine = jnp.take_along_axis(states.scores, mover[:, None], axis=1)[:, 0]
     theirs = jnp.take_along_axis(states.scores, 1 - mover[:, None], axis=1)[:, 0]
     i, j = jnp.clip(mine, 0, goal - 1), jnp.clip(theirs, 0, goal - 1)
     k = jnp.clip(states.turn_total, 0, goal - 1)
-    values = jnp.stack([roll[i, j, k], hold[i, j, k]], axis=-1)
+    values = jnp.stack([tables.roll[i, j, k], tables.hold[i, j, k]], axis=-1)
     return jnp.where(states.legal_action_mask, values, jnp.nan)
 
 
@@ -153,7 +158,7 @@ def pig_hold_analysis(key: jax.Array, states: PigState, *, threshold: int) -> An
 
 def pig_hold_bot(threshold: int, name: str | None = None) -> Bot:
     """Pig's hold-at-`threshold` player (the baseline "hold:20"): the classic simple strategy, which the optimal
-    player beats (measured: experiments/studies/pig/README.md)."""
+    player beats (tests/games/test_pig.py)."""
     return Bot(name or f"hold:{threshold}", functools.partial(pig_hold_analysis, threshold=threshold))
 
 

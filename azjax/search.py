@@ -108,12 +108,22 @@ def _transition_values(next_states: State, mover: jax.Array, value: jax.Array) -
     return reward, discount, jnp.where(terminal, 0.0, value)
 
 
+class Afterstate(struct.PyTreeNode):
+    """A chance node's embedding in a game with chance: the positions and the moves made there (the chance event's
+    outcome, chosen by the search, then gives the next position through `game.step_outcome`)."""
+
+    states: State
+    """[B] the positions the moves were made in."""
+    action: jax.Array
+    """[B] int32, the moves."""
+
+
 CHANCE_TIE_NOISE = 1e-4  # the scale of the noise on a chance node's log-probabilities that breaks its ties
 
 
 def _decision_fn(
     variables: dict, key: jax.Array, action: jax.Array, states: State, *, game: Game, apply_fn: ApplyFn
-) -> tuple[mctx.DecisionRecurrentFnOutput, dict]:
+) -> tuple[mctx.DecisionRecurrentFnOutput, Afterstate]:
     """A chance game's move: the chance node after it, its outcomes' log-probabilities and its value for the mover
     (the expectation over the outcomes of reward + discount x value of the position reached)."""
     chance_outcomes, step_outcome = game.chance_outcomes, game.step_outcome
@@ -134,16 +144,16 @@ def _decision_fn(
         chance_logits=jnp.log(probabilities) + tie_break,
         afterstate_value=jnp.sum(jnp.where(probabilities > 0, probabilities * backed_up, 0.0), axis=-1),
     )
-    return output, {"states": states, "action": action}
+    return output, Afterstate(states=states, action=action)
 
 
 def _chance_fn(
-    variables: dict, key: jax.Array, outcome: jax.Array, afterstate: dict, *, game: Game, apply_fn: ApplyFn
+    variables: dict, key: jax.Array, outcome: jax.Array, afterstate: Afterstate, *, game: Game, apply_fn: ApplyFn
 ) -> tuple[mctx.ChanceRecurrentFnOutput, State]:
     """A chance node's outcome: the position reached, with the network's prior and value there."""
     del key
     assert game.step_outcome is not None
-    states, action = afterstate["states"], afterstate["action"]
+    states, action = afterstate.states, afterstate.action
     next_states = jax.vmap(game.step_outcome)(states, action, outcome)
     logits, value = evaluate_states(apply_fn, variables, game, next_states)
     reward, discount, value = _transition_values(next_states, states.current_player, value)

@@ -235,7 +235,7 @@ def test_the_commands_run_on_pig(tmp_path):
     metrics = (run / "metrics.jsonl").read_text()
     assert all(f'"eval/{name}"' in metrics for name in ("perfect", "hold20", "random", "optimal_decisions",
                                                          "optimal_decisions_network", "win_probability_lost"))
-    code, out, err = run_cli(["eval", run, "perfect", "hold:20", "--games", "2", "--devices", "1"])
+    code, out, err = run_cli(["eval", run, "perfect", "--games", "2", "--devices", "1"])
     assert code == 0 and "Decisions judged by the exact solution" in out, err[-3000:]
     assert re.search(r"^perfect +optimal 1\.000 of [\d,]+ decisions, chance of winning lost 0\.0000", out, re.M), out
     code, out, err = run_cli(["eval", run, "onestep", "--games", "2", "--devices", "1"])

@@ -29,6 +29,7 @@ from azjax.agent_specs import make_bot
 from azjax.bots import AgentFn, Bot, random_agent
 from azjax.config import Config
 from azjax.games import Game, State
+from azjax.games.pig import PigState
 from azjax.network_bots import alphazero_bot, greedy_bot
 from azjax.perfect import (
     CONNECT_FOUR_PERFECT_MIN_STONES,
@@ -464,7 +465,8 @@ def pig_decisions_in_own_games(key: jax.Array, game: Game, agent: AgentFn, num_g
         actions = agent(step_key, states)
         sums = {}
         for (name, act), judge_key in zip(judges.items(), jax.random.split(step_key, len(judges)), strict=True):
-            optimal, lost = pig_decisions(states, actions if name == "" else act(judge_key, states), tables)
+            chosen = actions if name == "" else act(judge_key, states)
+            optimal, lost = pig_decisions(typing.cast(PigState, states), chosen, tables)
             sums[name] = carry.sums[name] + jnp.stack([jnp.sum(live & optimal), jnp.sum(jnp.where(live, lost, 0.0))])
         return _OwnGames(states=jax.vmap(game.step)(states, actions), step=carry.step + 1, sums=sums,
                          count=carry.count + jnp.sum(live))

@@ -20,6 +20,7 @@ def bench_selfplay(load_experiment):
         yield module
 
 
+@pytest.mark.slow  # the default suite keeps a benchmark script's quick mode in tests/test_bench_games.py
 def test_quick_mode_reports_positive_rates_for_both(bench_selfplay, tmp_path, capsys):
     out = tmp_path / "bench.json"
     results = bench_selfplay.main([*_TINY, "--json", str(out)])

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
 
+
+@pytest.mark.slow  # the default suite keeps a benchmark script's quick mode in tests/test_bench_games.py
 def test_quick_mode_times_both_searches(load_experiment, tmp_path, capsys):
     out = tmp_path / "bench.json"
     with load_experiment("bench_uct") as bench_uct:

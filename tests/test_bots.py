@@ -206,6 +206,7 @@ def test_uct_searches_as_the_mctx_version_does(c4):
     assert np.sum(favourite(ours) == favourite(theirs)) >= 6
 
 
+@pytest.mark.slow  # a match of many games; the default suite keeps UCT's equality with the mctx version
 def test_uct_more_simulations_win(ttt, uct200):
     """UCT with 200 simulations against UCT with 10, half the games in each seat."""
     result = arena.play(jax.random.key(4), ttt, uct200, uct.uct_bot(ttt, 10), 120)
@@ -236,6 +237,7 @@ def test_perfect_against_itself_draws_from_sound_openings(ttt, perfect):
     assert result.draws == 200
 
 
+@pytest.mark.slow  # the default suite keeps a match shown as it plays in tests/test_evaluation.py
 def test_a_match_reports_its_progress_and_plays_the_same_games(ttt):
     """`progress` is told after every step how many games still play; the games are the same as without it."""
     import io

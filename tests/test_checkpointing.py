@@ -444,6 +444,7 @@ def test_stop_request_between_iterations(runs, tmp_path):
     assert any("SIGINT received" in m for m in messages)
 
 
+@pytest.mark.slow  # the default suite keeps test_a_time_budget_drives_the_schedule_and_is_saved
 def test_a_time_budget_spreads_what_remains_of_the_schedule(runs, tmp_path, monkeypatch):
     """A --seconds session of a run halfway through its iterations goes on from half its schedule, never back to
     the start of it: the share of the budget it saves is at least the half its iterations had spent."""

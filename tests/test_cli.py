@@ -74,6 +74,9 @@ def test_train_exits_0_and_writes_the_run_directory(trained):
     assert str(run_dir) in out
 
 
+# Two timed runs; the default suite keeps --seconds in tests/test_checkpointing.py (the budget drives the schedule)
+# and tests/test_interrupts.py.
+@pytest.mark.slow
 def test_seconds_alone_end_a_new_run_and_a_resumed_run_keeps_its_iterations(tmp_path, tiny_config, monkeypatch):
     """`--seconds` without `--iterations`: a new run trains for the time, past its config's num_iterations; a resumed
     run keeps its own iterations, which can end the session first, and the user hears it. The loop's clock is a
@@ -257,6 +260,8 @@ def test_list_games(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+# Three runs that compile without the run's shared cache; every default run of the suite goes through the cache.
+@pytest.mark.slow
 def test_compile_cache_is_on_by_default_and_can_be_turned_off(tmp_path, tiny_args, monkeypatch):
     import os
     import subprocess

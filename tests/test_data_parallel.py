@@ -29,7 +29,7 @@ _SCRIPT = textwrap.dedent(
     from azjax import bots, arena, config as config_lib, evaluation, games as games_lib, parallel, presets, trainer
     from azjax import progress, uct
 
-    overrides, root = json.loads(sys.argv[1]), sys.argv[2]
+    overrides, root, full = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3] == "full"
     # With Reanalyse on, so that its search of replayed positions is split over the devices too.
     config = config_lib.with_overrides(presets.get_config("tic_tac_toe", "cpu"),
                                        {**overrides, "num_iterations": 1, "train.reanalyse_positions": 16,
@@ -39,6 +39,20 @@ _SCRIPT = textwrap.dedent(
     logs = []
     two = trainer.train(config, root + "/two", num_devices=2, progress=False, log=logs.append)
     games = two.run_state.selfplay.move_number  # [B], one entry per game
+    diff = max(float(np.max(np.abs(a - b))) for a, b in zip(
+        jax.tree.leaves(one.run_state.train_state.params), jax.tree.leaves(two.run_state.train_state.params)))
+    found = {
+        "devices": len(jax.devices()),
+        "logs": logs,
+        "game_devices": sorted(str(d) for d in games.sharding.device_set),
+        "game_shard_shapes": [list(s.data.shape) for s in games.addressable_shards],
+        "one": one.history[0],
+        "two": two.history[0],
+        "param_max_abs_diff": diff,
+    }
+    if not full:
+        print(json.dumps(found))
+        sys.exit()
     longer = dataclasses.replace(config, num_iterations=2)
     resumed = trainer.train(longer, root + "/two", num_devices=1, progress=False, log=quiet)
     # The arena on two devices: each plays its half of the games on its own, with its own keys.
@@ -55,16 +69,8 @@ _SCRIPT = textwrap.dedent(
                progress=progress.MatchProgress(stream, every=0.0), on_games=shown.append)
     evaluator = evaluation.make_evaluator(config, opponents=("random", "onestep"), num_games=8, mesh=mesh)
     eval_scores = evaluator(jax.random.key(4), two.run_state.train_state.variables)
-    diff = max(float(np.max(np.abs(a - b))) for a, b in zip(
-        jax.tree.leaves(one.run_state.train_state.params), jax.tree.leaves(two.run_state.train_state.params)))
     print(json.dumps({
-        "devices": len(jax.devices()),
-        "logs": logs,
-        "game_devices": sorted(str(d) for d in games.sharding.device_set),
-        "game_shard_shapes": [list(s.data.shape) for s in games.addressable_shards],
-        "one": one.history[0],
-        "two": two.history[0],
-        "param_max_abs_diff": diff,
+        **found,
         "resumed_iterations": [r["iteration"] for r in resumed.history],
         "resumed_from": resumed.resumed_from,
         "arena_devices": len(split.outcome.sharding.device_set),
@@ -79,16 +85,28 @@ _SCRIPT = textwrap.dedent(
 )
 
 
-@pytest.fixture(scope="module")
-def two_device_runs(tiny_overrides, tmp_path_factory):
-    root = tmp_path_factory.mktemp("data_parallel")
+def run_on_two_devices(root, tiny_overrides: dict, full: bool) -> dict:
+    """The script's findings on a CPU made two devices: the TINY iteration on one and on two devices, and with
+    `full` also the resume on one device, the arena's split match and the evaluator over both."""
     env = dict(os.environ, XLA_FLAGS=f"{TEST_XLA_FLAGS} --xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
     done = subprocess.run(
-        [sys.executable, "-c", _SCRIPT, json.dumps(tiny_overrides), str(root)],
+        [sys.executable, "-c", _SCRIPT, json.dumps(tiny_overrides), str(root), "full" if full else "iteration"],
         capture_output=True, text=True, env=env, timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def two_device_runs(tiny_overrides, tmp_path_factory):
+    return run_on_two_devices(tmp_path_factory.mktemp("data_parallel"), tiny_overrides, full=False)
+
+
+@pytest.fixture(scope="module")
+def two_device_extras(tiny_overrides, tmp_path_factory):
+    """-m slow: the resume, the arena and the evaluator on two devices compile programs of their own, about a
+    minute of the 2-core CPU; the default suite keeps the iteration's split and its equality with one device."""
+    return run_on_two_devices(tmp_path_factory.mktemp("data_parallel_full"), tiny_overrides, full=True)
 
 
 def test_games_are_split_evenly_over_two_devices(two_device_runs, tiny_overrides):
@@ -110,29 +128,33 @@ def test_two_devices_compute_the_same_iteration_as_one(two_device_runs):
     assert two_device_runs["param_max_abs_diff"] < 1e-4
 
 
-def test_a_two_device_run_resumes_on_one_device(two_device_runs):
-    assert two_device_runs["resumed_from"] == 1
-    assert two_device_runs["resumed_iterations"] == [2]
+@pytest.mark.slow  # see two_device_extras
+def test_a_two_device_run_resumes_on_one_device(two_device_extras):
+    assert two_device_extras["resumed_from"] == 1
+    assert two_device_extras["resumed_iterations"] == [2]
 
 
-def test_the_arena_plays_each_devices_share_of_the_games_on_its_own(two_device_runs):
-    assert two_device_runs["arena_devices"] == 2
+@pytest.mark.slow  # see two_device_extras
+def test_the_arena_plays_each_devices_share_of_the_games_on_its_own(two_device_extras):
+    assert two_device_extras["arena_devices"] == 2
     # Device d's games are exactly a one-device match of half the games from the key folded with d.
-    assert two_device_runs["arena_split"] == two_device_runs["arena_blocks"]
-    _outcome, seat, _ = two_device_runs["arena_split"]
+    assert two_device_extras["arena_split"] == two_device_extras["arena_blocks"]
+    _outcome, seat, _ = two_device_extras["arena_split"]
     assert seat == [0] * 4 + [1] * 4 + [0] * 4 + [1] * 4  # each device seats its own games half and half
 
 
-def test_a_match_split_over_devices_shows_all_its_games_as_they_finish(two_device_runs):
-    assert two_device_runs["shown_split"] == two_device_runs["arena_split"]  # showing it changes no game
-    finished = [int(report.split(": ")[1].split(" of ")[0]) for report in two_device_runs["shown_reports"]]
+@pytest.mark.slow  # see two_device_extras
+def test_a_match_split_over_devices_shows_all_its_games_as_they_finish(two_device_extras):
+    assert two_device_extras["shown_split"] == two_device_extras["arena_split"]  # showing it changes no game
+    finished = [int(report.split(": ")[1].split(" of ")[0]) for report in two_device_extras["shown_reports"]]
     assert finished and finished == sorted(finished)
     assert finished[-1] == 16  # both devices' games counted
-    assert all(report.endswith(" elapsed\x1b[K") for report in two_device_runs["shown_reports"])
+    assert all(report.endswith(" elapsed\x1b[K") for report in two_device_extras["shown_reports"])
 
 
-def test_the_evaluator_splits_its_games_over_the_run_devices(two_device_runs):
-    scores = two_device_runs["eval_scores"]
+@pytest.mark.slow  # see two_device_extras
+def test_the_evaluator_splits_its_games_over_the_run_devices(two_device_extras):
+    scores = two_device_extras["eval_scores"]
     assert set(scores) == {"eval/random", "eval/onestep", "eval/score", "eval/optimal_move_rate",
                            "eval/optimal_move_rate_can_err", "eval/value_accuracy", "positions_seconds",
                            "eval_memory_bytes"}

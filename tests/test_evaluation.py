@@ -366,6 +366,7 @@ def test_training_logs_evaluations(run_dir):
     assert (run_dir / "learning_curves.png").is_file()
 
 
+@pytest.mark.slow  # a timed run; the default suite keeps test_training_logs_evaluations
 def test_a_run_that_seconds_stop_scores_its_last_network(run_dir, tiny_config, tmp_path):
     """--seconds ends a run at an iteration no eval_every names: that iteration is evaluated all the same, and
     the log shows the headline figures, not the per-stratum ones."""

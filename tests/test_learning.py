@@ -28,6 +28,7 @@ def _greedy_rate(agent, solution) -> float:
     return solver.policy_accuracy(solution, lambda s: agent.act(jax.random.key(0), s, search=False))
 
 
+@pytest.mark.slow  # the default suite keeps a loop that learns tic-tac-toe (tests/test_core.py)
 def test_short_training_improves_the_optimal_move_rate(tmp_path, solution):
     config = config_lib.with_overrides(
         presets.get_config("tic_tac_toe"),

@@ -59,7 +59,7 @@ def game_named(name: str) -> Game:
     return games.make(name)
 
 
-@pytest.mark.parametrize("name", ["tic_tac_toe", "connect_four", "othello6"])
+@pytest.mark.parametrize("name", ["tic_tac_toe", "connect_four", pytest.param("othello6", marks=pytest.mark.slow)])
 def test_map_legal_moves_matches_stepping_every_action(name):
     game = game_named(name)
     states = random_positions(game, seed=len(name))
@@ -79,7 +79,7 @@ def test_map_legal_moves_matches_stepping_every_action(name):
     assert np.isnan(got[~legal]).all()
 
 
-@pytest.mark.parametrize("name", ["connect_four", "othello6", "gomoku9"])
+@pytest.mark.parametrize("name", ["connect_four", pytest.param("othello6", marks=pytest.mark.slow), "gomoku9"])
 def test_onestep_matches_the_brute_force(name):
     """onestep's values of every move and its choice, against every move and every reply stepped at once."""
     game = game_named(name)
@@ -122,6 +122,7 @@ def state_bytes(game: Game) -> int:
     return sum(math.prod(x.shape) * x.dtype.itemsize for x in jax.tree.leaves(shapes))
 
 
+@pytest.mark.slow  # Brandub's 1176 actions one by one; the default suite keeps the smaller games
 def test_onestep_on_brandub_within_bounded_memory():
     """XLA's memory analysis of the compiled onestep: within what B * A states take (one full look ahead), where
     stepping every move and every reply at once asked for B * A * A states (26 GB for 8 positions)."""

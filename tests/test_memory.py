@@ -163,6 +163,7 @@ def test_a_failing_evaluation_never_loses_training(failed_run):
     assert checkpointing.CheckpointManager(failed_run["run"]).steps() == [1, 2]
 
 
+@pytest.mark.slow  # the default suite keeps the refusals before a run (the match and the iteration too large)
 def test_the_planted_blow_up_an_evaluation_with_far_too_many_games(cached, tiny_config, tmp_path):
     """An evaluation of far more games than the machine holds: refused in one line naming the program and the
     option before anything runs, a checkpoint on disk, and the run finishes its iterations."""

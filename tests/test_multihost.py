@@ -82,6 +82,9 @@ def runs(tmp_path_factory, tiny_config):
     return root, config_path, outputs
 
 
+# Two processes under a coordinator's deadline; the default suite keeps the split over two devices of one process
+# (tests/test_data_parallel.py).
+@pytest.mark.slow
 def test_two_processes_equal_one_process_over_two_devices(runs):
     root, _, outputs = runs
     assert "2 cpu devices over 2 processes" in outputs[0] and "Devices" not in outputs[1]  # process 0 talks
@@ -101,6 +104,7 @@ def test_two_processes_equal_one_process_over_two_devices(runs):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-3, atol=1e-5)
 
 
+@pytest.mark.slow  # see test_two_processes_equal_one_process_over_two_devices
 def test_a_two_process_run_resumes_in_one_process(runs):
     root, _, _ = runs
     resumed = subprocess.run([*COMMAND, "train", "--out", str(root / "two"), "--iterations", str(ITERATIONS + 1),
@@ -183,7 +187,7 @@ def test_a_stop_asked_of_one_process_stops_both_at_the_same_iteration(tmp_path, 
     assert checkpointing.latest_iteration(out) == last
 
 
-@pytest.mark.slow  # 52 s on 2 cores; the arena's split over devices is in the default suite (test_data_parallel.py)
+@pytest.mark.slow  # 52 s on 2 cores; the arena's split over two devices of one process: tests/test_data_parallel.py
 def test_azjax_eval_over_two_processes_plays_the_same_games_as_one_process(runs):
     """`azjax eval` with the three flags splits its games over both processes' devices: the same table as one
     process over two devices; process 0 alone prints and writes --json."""

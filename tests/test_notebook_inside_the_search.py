@@ -9,6 +9,7 @@ import re
 
 import execute
 import nbformat
+import pytest
 
 from azjax import checkpointing
 
@@ -22,6 +23,7 @@ ROUND = re.compile(
 )
 
 
+@pytest.mark.slow  # see tests/test_notebook_quickstart.py
 def test_inside_the_search_notebook_runs(tmp_path):
     # Raises CellExecutionError, with the cell and its traceback, if any cell fails.
     notebook = execute.execute("inside_the_search", quick=True, run_dir=tmp_path / "run", cwd=tmp_path)

@@ -6,8 +6,10 @@ import re
 
 import execute
 import nbformat
+import pytest
 
 
+@pytest.mark.slow  # a notebook that trains; the default suite runs the boards notebook (tests/test_notebook_boards.py)
 def test_quickstart_notebook_runs(tmp_path):
     # Raises CellExecutionError, with the cell and its traceback, if any cell fails.
     notebook = execute.execute("quickstart", quick=True, run_dir=tmp_path / "run", cwd=tmp_path)

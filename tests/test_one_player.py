@@ -178,6 +178,9 @@ def test_a_person_solves_the_puzzle_alone(game):
         play.play_alone(games.make("tic_tac_toe"))
 
 
+# Every command; the default suite keeps the puzzle's training iteration and its evaluation, and azjax eval of its
+# episodes.
+@pytest.mark.slow
 def test_the_commands_run_on_the_puzzle(tmp_path, capsys):
     """train (with its evaluation), eval of the run, export and check, from the command line."""
     from azjax import cli

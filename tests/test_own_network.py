@@ -60,6 +60,7 @@ def test_the_command_line_trains_evaluates_and_records_the_network(mlp_run):
     assert type(agent.network).__name__ == "MLP" and agent.variables["batch_stats"] == {}
 
 
+@pytest.mark.slow  # the default suite keeps the bitwise resume of tests/test_checkpointing.py
 def test_a_resumed_run_of_the_network_equals_an_uninterrupted_one(tmp_path, tiny_config):
     config = config_lib.with_overrides(tiny_config, {"network.module": MLP, "num_iterations": 2})
     straight = trainer.train(config, tmp_path / "straight", progress=False, eval_every=0, num_devices=1, log=quiet)
@@ -116,6 +117,7 @@ def test_a_network_that_no_longer_imports_is_one_line_not_a_damaged_checkpoint(m
     assert "network" in lines[0] and "my_network.py" in lines[0] and "damaged" not in lines[0], lines[0]
 
 
+@pytest.mark.slow  # the default suite keeps the command line's run of the same network
 def test_a_module_given_in_python_trains_resumes_and_loads(tmp_path, tiny_config):
     example = networks.load_network(MLP, games.make("tic_tac_toe"))  # the class of examples/mlp_network.py
     network = type(example)(num_actions=9, hidden=(16,))
@@ -136,6 +138,7 @@ def test_a_module_given_in_python_trains_resumes_and_loads(tmp_path, tiny_config
             call(single)
 
 
+@pytest.mark.slow  # a second network's programs; the default suite trains the user's network of this module
 def test_the_transformer_trains_an_iteration_of_connect_four(tmp_path, tiny_overrides):
     overrides = {**tiny_overrides, "network.module": TRANSFORMER, "num_iterations": 1, "selfplay.num_steps": 4}
     config = config_lib.with_overrides(presets.get_config("connect_four"), overrides)

@@ -213,6 +213,7 @@ def test_init_from_fits_the_preset_to_its_source_and_keeps_what_the_options_set(
     assert warm_start.warm_start_config(resumed, source) == (resumed, [])  # another game: train() refuses it
 
 
+@pytest.mark.slow  # the default suite keeps test_train_init_from_on_the_command_line
 def test_a_warm_started_run_plays_as_well_as_its_source_after_one_iteration(tmp_path):
     """The issue's bar on the real shipped tic-tac-toe agent and the preset: one iteration of self-play and 128 SGD
     steps later the network still plays the optimal move in (nearly) every labelled position. At the preset's own
@@ -284,7 +285,9 @@ def test_a_run_resumes_on_the_observation_its_checkpoint_was_trained_on(tiny_con
     assert trainer._check_run_dir(tmp_path / "new", unstated, new, lambda _: None) == (None, unstated)  # today's
 
 
-@pytest.mark.parametrize("game_name", NATIVE)
+# Brandub's and Othello 6x6's matches take 8-10 s each: -m slow plays them.
+@pytest.mark.parametrize("game_name", [name if name not in ("brandub", "othello6") else
+                                       pytest.param(name, marks=pytest.mark.slow) for name in NATIVE])
 def test_every_native_game_ships_an_agent_that_beats_random(game_name):
     assert game_name in pretrained.names(), pretrained.missing_message(game_name)
     card = pretrained.card(game_name)

@@ -172,6 +172,7 @@ def test_the_wdl_head_is_trained_by_cross_entropy_and_its_value_is_win_minus_los
     assert "wdl_head" in variables["params"]
 
 
+@pytest.mark.slow  # three options' programs together; each option's own tests stay in the default suite
 def test_a_run_with_playout_caps_reply_targets_and_surprise_weighting_trains(tiny_config):
     """An iteration with playout-cap randomisation (half the steps fast), the opponent-reply head, policy
     surprise weighting, TD(lambda) value targets over kept unfinished games, deeper searches for the 3 games

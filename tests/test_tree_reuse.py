@@ -75,7 +75,7 @@ def node_arrays(tree: mctx.Tree) -> list:
     return [getattr(tree, name) for name in tree_reuse.NODE_FIELDS] + jax.tree.leaves(tree.embeddings)
 
 
-@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("policy", ["puct", pytest.param("gumbel", marks=pytest.mark.slow)])
 def test_a_fresh_search_equals_mctx_bit_for_bit(setting, policy):
     game, states = setting[0], setting[3]
     kwargs = policy_kwargs(setting, states, jax.random.key(2), policy)
@@ -286,7 +286,8 @@ def test_config_fields(tiny_config):
         config_lib.with_overrides(config, {"search.tree_capacity": "4"})
 
 
-@pytest.fixture(scope="module", params=POLICIES)
+# PUCT's run: -m slow (its search with tree reuse is tested above in this process, and Gumbel's run here).
+@pytest.fixture(scope="module", params=[pytest.param("puct", marks=pytest.mark.slow), "gumbel"])
 def reusing_run(request, tiny_config):
     """A TINY config with tree reuse, its compiled iteration, and the run state after one iteration."""
     config = config_lib.with_overrides(tiny_config, {"search.reuse_tree": "true", "search.policy": request.param,
@@ -331,7 +332,7 @@ def test_a_checkpoint_resumes_with_the_same_trees(reusing_run, tmp_path):
 # Bots: the arena and `azjax play` keep a bot's tree
 
 
-@pytest.mark.parametrize("compact", [False, True])
+@pytest.mark.parametrize("compact", [pytest.param(False, marks=pytest.mark.slow), True])
 def test_the_arena_lets_a_memory_follow_every_move(setting, compact):
     """A spy bot remembers the position by following the moves it is told about, and plays an illegal move (which
     the arena records) the moment its memory differs from the game it is asked about; also when the last games

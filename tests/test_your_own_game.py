@@ -39,27 +39,37 @@ def azjax(cwd: Path, *args: str, stdin: str | None = None) -> subprocess.Complet
 
 @pytest.fixture(scope="module")
 def flow(tmp_path_factory) -> dict:
-    """The README's flow for a game of one's own, run once: each command's completed process by name."""
+    """The README's flow for a game of one's own, its first commands run once (check, train, eval, and eval from a
+    folder where the game's module is not found): each command's completed process by name."""
     home = tmp_path_factory.mktemp("user")
     shutil.copy(EXAMPLE, home / "hex5.py")
     elsewhere = tmp_path_factory.mktemp("elsewhere")
     run = home / "runs" / "hex5"
     steps = {
+        "home": home, "elsewhere": elsewhere, "run": run,
         "check": azjax(home, "check", "hex5:make_hex5", "--positions", "hex5:TEST_POSITIONS", "--games", "16"),
         "train": azjax(home, "train", "--game", "hex5:make_hex5", "--out", str(run), "--iterations", "2",
                        "--eval-every", "0", "--no-progress", "--devices", "1", *TINY_ARGS),
     }
     steps["config"] = json.loads((run / "config.json").read_text()) if (run / "config.json").is_file() else None
     steps["eval"] = azjax(home, "eval", str(run), "random", "--games", "4", "--devices", "1")
-    steps["play"] = azjax(home, "play", str(run), "--first", "you", "--no-analysis", "--seed", "1",
-                          stdin="c3\nquit\n")
-    steps["export"] = azjax(home, "export", str(run), str(home / "exported"))
-    steps["resume"] = azjax(home, "train", "--out", str(run), "--iterations", "3", "--eval-every", "0",
-                            "--no-progress", "--devices", "1")
     steps["elsewhere_eval"] = azjax(elsewhere, "eval", str(run), "random", "--games", "4", "--devices", "1")
-    steps["elsewhere_resume"] = azjax(elsewhere, "train", "--out", str(run), "--iterations", "4", "--no-progress")
-    steps["run"] = run
     return steps
+
+
+@pytest.fixture(scope="module")
+def later_flow(flow) -> dict:
+    """The rest of the flow on the same run, each in a fresh process: play, export, resume, and resume from a
+    folder where the game's module is not found."""
+    home, run = flow["home"], flow["run"]
+    return {
+        "play": azjax(home, "play", str(run), "--first", "you", "--no-analysis", "--seed", "1", stdin="c3\nquit\n"),
+        "export": azjax(home, "export", str(run), str(home / "exported")),
+        "resume": azjax(home, "train", "--out", str(run), "--iterations", "3", "--eval-every", "0", "--no-progress",
+                        "--devices", "1"),
+        "elsewhere_resume": azjax(flow["elsewhere"], "train", "--out", str(run), "--iterations", "4",
+                                  "--no-progress"),
+    }
 
 
 def test_azjax_check_runs_the_checker_and_the_test_positions(flow):
@@ -74,23 +84,35 @@ def test_a_game_named_by_its_source_trains_and_its_run_records_the_source(flow):
     assert "Config: the cpu preset registered with hex5:make_hex5" in flow["train"].stdout
 
 
-def test_later_commands_find_the_game_from_the_run_alone(flow):
-    for step in ("eval", "play", "export", "resume"):
-        assert flow[step].returncode == 0, (step, flow[step].stderr)
+def test_a_later_command_finds_the_game_from_the_run_alone(flow):
+    assert flow["eval"].returncode == 0, flow["eval"].stderr
     assert "hex5: 2 agents" in flow["eval"].stdout
-    assert "Your move: c3\n" in flow["play"].stdout  # moves read from a pipe are echoed
-    assert (flow["run"] / "checkpoints" / "3").is_dir()  # resumed to iteration 3
-    assert "Resuming" in flow["resume"].stdout
+
+
+@pytest.mark.slow  # four more processes; the default suite keeps eval's finding the game from the run alone
+def test_later_commands_find_the_game_from_the_run_alone(later_flow):
+    for step in ("play", "export", "resume"):
+        assert later_flow[step].returncode == 0, (step, later_flow[step].stderr)
+    assert "Your move: c3\n" in later_flow["play"].stdout  # moves read from a pipe are echoed
+    assert "Resuming" in later_flow["resume"].stdout
+
+
+def assert_says_the_module_is_not_found(done: subprocess.CompletedProcess) -> None:
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "no module named 'hex5'" in done.stderr and "PYTHONPATH" in done.stderr, done.stderr
+    assert "delete" not in done.stderr and "damaged" not in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def test_an_intact_run_whose_game_cannot_be_imported_says_so_and_never_advises_deleting(flow):
-    for step in ("elsewhere_eval", "elsewhere_resume"):
-        done = flow[step]
-        assert done.returncode == 2, (step, done.stdout, done.stderr)
-        assert "no module named 'hex5'" in done.stderr and "PYTHONPATH" in done.stderr, done.stderr
-        assert "delete" not in done.stderr and "damaged" not in done.stderr
-        assert "Traceback" not in done.stderr
-    assert (flow["run"] / "checkpoints" / "3").is_dir()  # nothing was lost
+    assert_says_the_module_is_not_found(flow["elsewhere_eval"])
+    assert (flow["run"] / "checkpoints" / "2").is_dir()  # nothing was lost
+
+
+@pytest.mark.slow  # see test_later_commands_find_the_game_from_the_run_alone
+def test_a_resume_whose_game_cannot_be_imported_says_so_and_loses_nothing(flow, later_flow):
+    assert_says_the_module_is_not_found(later_flow["elsewhere_resume"])
+    assert (flow["run"] / "checkpoints" / "3").is_dir()  # resumed to iteration 3, and nothing was lost
 
 
 def test_load_agent_without_the_game_module_gives_the_import_message(flow, monkeypatch, tmp_path):

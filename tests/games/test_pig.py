@@ -19,7 +19,7 @@ from azjax import agent_specs, arena, evaluation, games, perfect, search
 from azjax.config import ConfigError
 from azjax.games import pig
 from azjax.games.base import chance_game_steps
-from azjax.games.checker import GameCheckError
+from azjax.games.checker import GameCheckError, GameCheckWarning
 from azjax.solver import pig as exact
 
 GOAL = 20
@@ -168,6 +168,30 @@ def test_the_checker_catches_planted_chance_bugs(game, bug, check):
     assert error.value.check == check, str(error.value)
 
 
+def _paid_after_the_turn_passes(game):
+    """A copy of Pig with the classic sign error across the turn change: the turn passes at the winning roll too,
+    and the win is paid to the player to move after it (the winner gets -1, the loser +1)."""
+
+    def transition(state, action, outcome):
+        after = game.step_outcome(state, action, outcome).replace(chance_key=state.chance_key)
+        ended = after.terminated & ~state.terminated
+        to_move = jnp.where(ended, 1 - after.current_player, after.current_player)
+        paid = jnp.where(jnp.arange(2) == to_move, 1.0, -1.0).astype(after.rewards.dtype)
+        return after.replace(current_player=to_move, rewards=jnp.where(ended, paid, after.rewards))
+
+    step, step_outcome = chance_game_steps(pig._chance_outcomes, transition)
+    return dataclasses.replace(game, step=step, step_outcome=step_outcome)
+
+
+def test_the_checker_warns_of_a_sign_error_across_the_turn_change_in_one_line(game):
+    with pytest.warns(GameCheckWarning):
+        report = games.check_game(_paid_after_the_turn_passes(game), num_games=64)
+    assert len(report.warnings) == 1 and "\n" not in report.warnings[0]
+    assert "the player who made the final move lost all" in report.warnings[0]
+    assert "is the reward's sign flipped" in report.warnings[0]
+    assert not games.check_game(game, num_games=64).warnings  # the true game: no warning
+
+
 def test_a_game_gives_its_chance_functions_with_its_outcomes_or_is_refused(game):
     with pytest.raises(ValueError, match="num_chance_outcomes > 0 together with chance_outcomes and step_outcome"):
         dataclasses.replace(game, step_outcome=None)
@@ -226,6 +250,9 @@ SHRUNK = ["--selfplay.num_games", "8", "--selfplay.num_steps", "16", "--search.n
           "--train.replay_capacity", "256"]
 
 
+# Every command, trained at the preset's shapes; the default suite runs the commands on Brandub
+# (tests/test_every_game.py) and Pig's search, evaluation and judge in this process.
+@pytest.mark.slow
 def test_the_commands_run_on_pig(tmp_path):
     """azjax train (its evaluation against random and the optimal player) and eval; onestep refused in one line."""
     run = tmp_path / "run"

@@ -141,13 +141,13 @@ def load_experiment():
     return _experiment
 
 
-# The modules that take minutes of one worker (from `--durations`), run first: under `pytest -n auto --dist
+# The modules that take the most of a worker's time (from `--durations`), run first: under `pytest -n auto --dist
 # loadfile` each module goes whole to one worker in collection order, and one of them started last keeps a worker
 # busy after the other has finished everything else.
-LONGEST_FIRST = ("test_readme_commands.py", "test_tree_reuse.py", "test_gomoku.py", "test_bots.py", "test_cli.py",
-                 "test_checkpointing.py", "test_evaluation.py", "test_pretrained.py", "test_your_own_game.py",
-                 "test_own_network.py", "test_multihost.py", "test_data_parallel.py", "test_othello.py",
-                 "test_interrupts.py")
+LONGEST_FIRST = ("test_checkpointing.py", "test_tree_reuse.py", "test_evaluation.py", "test_selfplay.py",
+                 "test_pig.py", "test_gomoku.py", "test_othello.py", "test_bots.py", "test_your_own_game.py",
+                 "test_one_player.py", "test_pretrained.py", "test_core.py", "test_data_parallel.py",
+                 "test_search.py")
 
 
 def pytest_collection_modifyitems(config, items):

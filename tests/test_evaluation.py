@@ -94,7 +94,7 @@ def test_openings_vary_deterministic_games_and_pairs_share_them(ttt):
     assert set(games_.outcome.tolist()) >= {-1.0, 1.0}
 
 
-@pytest.mark.parametrize("compact", [False, True])
+@pytest.mark.parametrize("compact", [pytest.param(False, marks=pytest.mark.slow), True])
 def test_recorded_moves_replay_the_games(ttt, compact):
     games_ = run(ttt, evaluation.random_agent, first_cell, 20, opening_moves=2, seed=3, compact=compact)
     assert len(games_.seat) == 20

@@ -37,10 +37,9 @@ NATIVE = ["tic_tac_toe", "connect_four", "gomoku9", "gomoku", "othello6", "othel
 PGX = "pgx:connect_four"
 ONE_PLAYER = ["sliding_puzzle"]  # its commands (episodes, not matches) run in tests/test_one_player.py
 CHANCE = ["pig"]  # its commands (its own opponents: random and perfect) run in tests/games/test_pig.py
-# 45-90 s a game on the 2-core CPU: the default suite takes Brandub, the game with the most actions (1176) and the
-# longest games (200 moves), whose evaluation broke; -m slow takes the rest (Gomoku 15x15 and Othello 8x8 among
-# them), whose commands the other test modules also run at smaller sizes.
-DEFAULT = {"brandub"}
+# 45-90 s a game on the 2-core CPU: -m slow runs them all (Brandub first: the most actions, 1176, and the longest
+# games, 200 moves, whose evaluation broke). The default suite runs each command on tic-tac-toe's run in the other
+# modules (tests/test_cli.py, test_evaluation.py, test_play.py, test_own_network.py, test_your_own_game.py).
 
 
 def test_the_matrix_names_every_native_game():
@@ -72,8 +71,8 @@ def assert_ran(code: int, out: str, err: str) -> None:
     assert "Traceback" not in out + err, err[-3000:]
 
 
-@pytest.mark.parametrize("name", [name if name in DEFAULT else pytest.param(name, marks=pytest.mark.slow)
-                                  for name in [*NATIVE, PGX]])
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted([*NATIVE, PGX], key=lambda name: name != "brandub"))
 def test_every_command_runs_on_every_game(name, tmp_path):
     if name.startswith("pgx:"):
         pytest.importorskip("pgx")

@@ -4,9 +4,9 @@ command added to the README is run here without anyone writing a test for it (te
 them).
 
 The default suite parses every command with azjax's own parser (every option exists and takes its value) and runs
-the README's opening commands (the first ones a user types: set up and train, play and list the shipped agents, a
-match, a timed training run) in a terminal, as a user first meets them. The slow suite (`pytest -m slow`) runs
-every command, in a terminal and with its output to a file, and the commands of an accelerator's size (the GPU
+the README's first page (the commands above its "Train" section, the first ones a user types: set up and train, play
+and list the shipped agents, a match) in a terminal, as a user first meets them. The slow suite (`pytest -m slow`)
+runs every command, in a terminal and with its output to a file, and the commands of an accelerator's size (the GPU
 presets' runs, a run over two processes) in both ways: minutes of the CPU each. What the commands do is tested
 module by module (tests/test_cli.py and the others); here, that the documented spelling of each still runs.
 
@@ -131,11 +131,13 @@ def _run_together(argvs: list[list[str]], cwd: Path, env: dict[str, str], termin
 
 
 def opening_commands() -> list[Command]:
-    """The README's commands up to its first timed training run (`azjax train ... --seconds`): the two opening
-    commands' `azjax train`, the shipped agents played, listed and matched, and the timed run."""
+    """The README's first page, the commands above its "Train" section: the two opening commands' `azjax train`,
+    and the shipped agents played, listed and matched. -m slow runs the rest (every README command)."""
     found = commands(README)
-    last = next(index for index, command in enumerate(found) if "--seconds" in command.argv)
-    return found[:last + 1]
+    opening = [command for command in found[:next(index for index, command in enumerate(found)
+                                                   if command.section == "Train")]]
+    assert opening, "the README should have commands above its Train section"
+    return opening
 
 
 def test_every_documented_command_parses(capsys):

@@ -223,7 +223,7 @@ def test_a_kept_tree_must_have_the_capacity(setting):
         run(setting, states, jax.random.key(0), "puct", capacity=NUM_SIMULATIONS)
 
 
-@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("policy", ["puct", pytest.param("gumbel", marks=pytest.mark.slow)])
 def test_a_kept_tree_without_room_for_the_simulations_is_forgotten(setting, policy):
     """A tree kept for a search with fewer simulations (a checkpoint resumed with more, tree_capacity fixed) may
     leave less room than this search's simulations need: those games start fresh, the others continue theirs."""
@@ -261,7 +261,7 @@ def test_a_kept_tree_without_room_for_the_simulations_is_forgotten(setting, poli
 # The search function, the config, self-play and checkpoints
 
 
-@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("policy", ["puct", pytest.param("gumbel", marks=pytest.mark.slow)])
 def test_reuse_with_nothing_kept_searches_as_without(setting, policy):
     game, apply_fn, variables, states = setting
     config = SearchConfig(num_simulations=NUM_SIMULATIONS, max_num_considered_actions=4, policy=policy)
@@ -310,6 +310,9 @@ def test_selfplay_trees_follow_the_games(reusing_run):
     assert np.all(kept.tree.node_visits[held, 0] >= 1)
 
 
+# The trees saved in a checkpoint and restored: -m slow. The default suite keeps the self-play trees following the
+# games (above) and the bitwise resume of a run without trees (tests/test_checkpointing.py).
+@pytest.mark.slow
 def test_a_checkpoint_resumes_with_the_same_trees(reusing_run, tmp_path):
     config, iteration, state = reusing_run
     manager = checkpointing.CheckpointManager(tmp_path)

@@ -274,7 +274,7 @@ def test_a_network_agent_shows_its_visits_values_and_the_networks_prior(untraine
     with_network = GameServer.from_specs([spec])
     client = create_app(with_network).test_client()
     assert client.get("/api/info").json["agents"][0] == {"spec": spec, "game": "tic_tac_toe",
-                                                        "about": "the network with search"}
+                                                        "about": "the network with search", "excludes": []}
     view = new_game(client, (HUMAN, spec))
     path = f"/api/games/{view['id']}/analysis?agent={spec}"
     analysis = wait_until(lambda: (r := client.get(path)).status_code == 200 and r.json, "the analysis")
@@ -543,6 +543,17 @@ def test_pig_is_played_by_its_moves_names(client):
     assert 1 <= int(view["svg"].split('class="die" data-face="')[1].split('"')[0]) <= 6
     refused = client.post("/api/games", json={"game": "pig", "players": [HUMAN, "mcts:200"]})
     assert "a game with chance" in assert_refused(refused, 400)
+
+
+def test_uct_is_not_offered_for_a_game_with_chance():
+    """UCT's rollouts would look ahead through the dice: the page does not list mcts:N for Pig, and the server
+    refuses it there in one line before building anything."""
+    served = GameServer.from_specs(["random"])
+    info = {agent["spec"]: agent for agent in served.info()["agents"]}
+    assert list(info["mcts:200"]["excludes"]) == ["pig"] and not info["random"]["excludes"]
+    assert served.agents["mcts:200"].plays("connect_four") and not served.agents["mcts:200"].plays("pig")
+    with pytest.raises(server_lib.ServeError, match="'mcts:200' does not play pig, a game with chance"):
+        served.agent("mcts:200", "pig")
 
 
 def test_a_pig_player_named_is_offered_for_pig_and_plays_it():

@@ -198,9 +198,10 @@ class OfferedAgent:
     spec: str
     game: str | None  # the one game it plays (a network's), None for any game
     about: str  # a few words for the page
+    excludes: tuple[str, ...] = ()  # games it cannot play where `game` is None (UCT's rollouts: games with chance)
 
     def plays(self, game: str) -> bool:
-        return self.game is None or self.game == game
+        return (self.game is None or self.game == game) and game not in self.excludes
 
 
 def _baseline_game(spec: str) -> str | None:
@@ -334,6 +335,9 @@ class GameServer:
                 raise RecordError(f"the record {record.name} is of {record.game}, which this server does not serve: "
                                   f"give --game {record.game}")
         game_names = [*_two_player_names(), *network_games, *(record.game for record in loaded)]
+        chance_games = tuple(name for name in dict.fromkeys(game_names) if games_lib.make(name).num_chance_outcomes)
+        agents = [dataclasses.replace(agent, excludes=chance_games) if agent.spec.partition(":")[0] == "mcts"
+                  else agent for agent in agents]
         server = cls(agents, game_names, default_game=default, records=loaded, max_games=max_games,
                      num_simulations=num_simulations, policy=policy)
         for agent in agents:  # a syntax error or a missing run directory stops the command now, in one line
@@ -374,6 +378,8 @@ class GameServer:
         if offered is None:
             raise ServeError(400, f"unknown agent {spec!r}: this server offers {', '.join(self.agents)}")
         if not offered.plays(game):
+            if game in offered.excludes:
+                raise ServeError(400, f"agent {spec!r} does not play {game}, a game with chance: choose another agent")
             raise ServeError(400, f"agent {spec!r} plays {offered.game}, not {game}")
         served_game = self.served_game(game)
         with self._build_lock:  # not the server's lock: other requests go on while an agent loads

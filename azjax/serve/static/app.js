@@ -73,7 +73,8 @@ function percent(value) {
 // Choices: game, agents, records
 
 function agentsFor(game) {
-  return page.info.agents.filter((agent) => agent.game === null || agent.game === game);
+  return page.info.agents.filter((agent) => (agent.game === null || agent.game === game)
+    && !agent.excludes.includes(game));
 }
 
 function fillAgentSelect(select, game, preferred) {

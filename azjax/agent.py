@@ -4,7 +4,7 @@
     strong = azjax.load_agent("pretrained:connect_four")              # the agent shipped for a game
     early = azjax.load_agent("runs/tic_tac_toe-...", iteration=10)   # or any kept one; or best_metric="eval/score"
     states = jax.vmap(agent.game.init)(jax.random.split(key, 8))
-    logits, value = agent.policy_value(states)        # [8, A] masked logits, [8] value for the side to move
+    logits, value = agent.policy_value(states)        # [8, A] masked logits, [8] value for the mover, return units
     actions = agent.act(key, states)                   # with search (the run's search config)
     actions = agent.act(key, states, search=False)     # the network's top move
     chances = agent.outcome_probabilities(states)     # [8, 3] win/draw/loss, a network with --network.value_head wdl
@@ -37,7 +37,8 @@ class Agent:
 
     def policy_value(self, states: games.State) -> tuple[jax.Array, jax.Array]:
         """The network on a batch of states: logits [B, A] (illegal actions at the float minimum) and the value
-        [B] in [-1, 1] for each state's player to move."""
+        [B] for each state's player to move, in the game's return units: in [-1, 1] in a two-player game, within
+        `game.return_bounds` in a one-player game (the return still to come, `games.value_to_return`)."""
         _check_batch(states, "policy_value")
         return _policy_value(self.network, self.game, self.variables, states)
 

@@ -252,6 +252,16 @@ def test_help_mentions_every_config_field(monkeypatch):
             assert " ".join(help_text.split()) in flat, path
 
 
+def test_every_help_prints_percent_signs_once():
+    """argparse %-formats help strings but not descriptions: a description's "95%%" would print as written."""
+    commands = ["train", "eval", "play", "export", "check", "serve", "pretrained"]
+    for command in commands:
+        code, out, _ = run_cli([command, "--help"])
+        assert code == 0 and "%%" not in out, command
+    code, out, _ = run_cli(["eval", "--help"])
+    assert "mean return with a 95% interval" in " ".join(out.split())
+
+
 def test_list_games(tmp_path):
     code, out, _ = run_cli(["train", "--list-games", "--out", str(tmp_path / "run")])
     assert code == 0

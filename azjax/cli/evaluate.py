@@ -24,7 +24,7 @@ def add_arguments(commands) -> None:
         "each seat. Prints wins/draws/losses, the score with its 95% Wilson interval and the Elo difference per "
         "pairing, then a maximum-likelihood Elo table with random (else the first agent) at 0. In a one-player "
         "game (sliding_puzzle) each of one or more agents plays --games episodes from the same starts instead: its "
-        "mean return with a 95%% interval, and the share solved and solved in the fewest moves where the game is "
+        "mean return with a 95% interval, and the share solved and solved in the fewest moves where the game is "
         "solved exactly. Agents: " + common.AGENT_HELP + ".",
     )
     evaluate.add_argument("agents", nargs="+", metavar="AGENT", help="two or more agents (one or more in a "

@@ -842,10 +842,13 @@ def _check_alternation(traj: _Trajectory, ctx: _Context, *, turns_may_repeat: bo
         return
     if (hit := _first(_went_on(traj) & (players[1:] == players[:-1]))) is not None:
         t, b = hit
+        always_zero = not np.any(players[~traj.terminated])  # no game ever gave player 1 a move
+        hint = (": a puzzle, or any game of one player, says so with num_players=1 (current_player always 0, "
+                "rewards[0] what the player receives)" if always_zero else "")
         raise _fail(
             traj, ctx, "alternation",
             f"player {players[t, b]} made move {t + 1} (action {actions[t, b]}) and the game went on, but "
-            f"current_player is still {players[t + 1, b]}; players must alternate",
+            f"current_player is still {players[t + 1, b]}; players must alternate{hint}",
             b, t + 1,
         )
 

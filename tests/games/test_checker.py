@@ -257,6 +257,21 @@ def test_player_does_not_alternate(ttt):
     _assert_fails(_wrap_step(ttt, edit), "alternation")
 
 
+def test_a_puzzle_that_forgot_num_players_1_is_told_the_flag():
+    puzzle = games.make("sliding_puzzle")
+    forgot = dataclasses.replace(puzzle, num_players=2, return_bounds=(-1.0, 1.0))
+    error = _assert_fails(forgot, "alternation")
+    assert "players must alternate: a puzzle, or any game of one player, says so with num_players=1" in str(error)
+
+
+def test_a_two_player_game_that_does_not_alternate_is_told_the_flag_only_where_player_1_never_moves(ttt):
+    def edit(state, action, new):  # the turn passes once, then stays with player 1
+        return new.replace(current_player=jnp.where(new.terminated | (state.current_player == 0),
+                                                    new.current_player, state.current_player))
+
+    assert "num_players=1" not in str(_assert_fails(_wrap_step(ttt, edit), "alternation"))
+
+
 def test_rewards_not_zero_sum(ttt):
     game = _wrap_step(ttt, lambda s, a, new: new.replace(rewards=jnp.maximum(new.rewards, 0.0)))
     _assert_fails(game, "zero_sum")

@@ -195,7 +195,8 @@ class CheckReport:
       num_games: how many games were played (the batch size).
       num_moves: moves made in non-terminal states, over all games.
       max_game_length: the longest game, in moves.
-      wins: games won by player 0 and by player 1 (a positive final reward).
+      wins: games won by player 0 and by player 1 (a positive final reward; a one-player game's are not wins:
+        see `returns`).
       num_draws: games that ended with neither player's reward positive.
       symmetries_checked: the symmetries verified by mirrored play.
       symmetries_unchecked: the symmetries under which no start observation was invariant, so that play could not
@@ -214,18 +215,23 @@ class CheckReport:
     seconds: float
     num_positions: int = 0
     warnings: tuple[str, ...] = ()
+    returns: tuple[float, float, float] | None = None  # a one-player game's: the random episodes' mean, min, max
 
     def __str__(self) -> str:
         symmetries = f"{counted(len(self.symmetries_checked), 'symmetry')} checked by play"
         if self.symmetries_unchecked:
             symmetries += f" ({', '.join(self.symmetries_unchecked)} not: no invariant start)"
         positions = f", {counted(self.num_positions, 'test position')}" if self.num_positions else ""
-        text = (
-            f"{self.game}: {self.num_games} random games, {counted(self.num_moves, 'move')} (longest "
-            f"{self.max_game_length}), "
-            f"won by player 0/player 1/drawn {self.wins[0]}/{self.wins[1]}/{self.num_draws}, {symmetries}"
-            f"{positions}; all checks passed in {self.seconds:.1f} s"
-        )
+        if self.returns is not None:  # one player: returns, not wins
+            mean, lowest, highest = self.returns
+            played = (f"{self.num_games} random episodes, {counted(self.num_moves, 'move')} (longest "
+                      f"{self.max_game_length}), return {mean:.4g} on average (lowest {lowest:.4g}, highest "
+                      f"{highest:.4g})")
+        else:
+            played = (f"{self.num_games} random games, {counted(self.num_moves, 'move')} (longest "
+                      f"{self.max_game_length}), won by player 0/player 1/drawn {self.wins[0]}/{self.wins[1]}/"
+                      f"{self.num_draws}")
+        text = f"{self.game}: {played}, {symmetries}{positions}; all checks passed in {self.seconds:.1f} s"
         return text + "".join(f"\nwarning: {warning}" for warning in self.warnings)
 
 
@@ -1291,6 +1297,11 @@ def check_game(
         warnings.warn(f"check_game({game.name!r}): {warning}", GameCheckWarning, stacklevel=2)
     final_rewards = first.rewards[lengths, np.arange(num_games)]
     wins = (int(np.sum(final_rewards[:, 0] > 0)), int(np.sum(final_rewards[:, 1] > 0)))
+    returns = None
+    if game.num_players == 1:  # rewards[t] is paid by the step into state t: steps 1 to the episode's length
+        steps = np.arange(first.rewards.shape[0])[:, None]
+        paid = np.sum(np.where((steps >= 1) & (steps <= lengths[None, :]), first.rewards[..., 0], 0.0), axis=0)
+        returns = (float(np.mean(paid)), float(np.min(paid)), float(np.max(paid)))
     return CheckReport(
         game=game.name,
         num_games=num_games,
@@ -1303,4 +1314,5 @@ def check_game(
         seconds=time.perf_counter() - start_time,
         num_positions=len(positions or ()),
         warnings=tuple(found),
+        returns=returns,
     )

@@ -106,8 +106,15 @@ def test_render_and_from_ascii():
 
 @pytest.mark.parametrize("size", [2, 3])
 def test_the_checker_passes_the_puzzle(size):
-    report = games.check_game(games.make("sliding_puzzle", size=size), num_games=16)
+    game = games.make("sliding_puzzle", size=size)
+    report = games.check_game(game, num_games=16)
     assert report.num_moves > 0
+    # A one-player report: the random episodes' returns (-1 a move), no wins or draws.
+    mean, lowest, highest = report.returns
+    assert mean == pytest.approx(-report.num_moves / report.num_games)
+    assert game.return_bounds[0] <= lowest <= mean <= highest <= game.return_bounds[1]
+    assert lowest == -report.max_game_length
+    assert "random episodes" in str(report) and "won by" not in str(report)
 
 
 def _planted(game: games.Game, bug: str) -> games.Game:

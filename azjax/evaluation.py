@@ -315,8 +315,9 @@ def episode_starts(key: jax.Array, game: Game, num_episodes: int) -> State:
 
 def judge_episodes(key: jax.Array, game: Game, bot: Bot, num_episodes: int) -> dict[str, float]:
     """A bot's episodes of a one-player game from `episode_starts`: "return" (the mean), "return_low" and
-    "return_high" (its 95% normal interval), "length" (mean moves), and the yardstick's metrics where the game
-    has one ("solved", "solved_optimally", "excess_moves")."""
+    "return_high" (its 95% normal interval, clipped to the game's `return_bounds`, which no mean can leave),
+    "length" (mean moves), and the yardstick's metrics where the game has one ("solved", "solved_optimally",
+    "excess_moves")."""
     start_key, play_key = jax.random.split(key)
     exact = yardstick(game)
     starts = episode_starts(start_key, game, num_episodes)
@@ -324,8 +325,9 @@ def judge_episodes(key: jax.Array, game: Game, bot: Bot, num_episodes: int) -> d
                                                                                                      starts))
     returns = np.asarray(played.returns, np.float64)
     half = 1.96 * returns.std(ddof=1) / np.sqrt(len(returns)) if len(returns) > 1 else float("nan")
-    result = {"return": float(returns.mean()), "return_low": float(returns.mean() - half),
-              "return_high": float(returns.mean() + half), "length": float(np.mean(played.length))}
+    lowest, highest = (float(bound) for bound in game.return_bounds)
+    result = {"return": float(returns.mean()), "return_low": max(float(returns.mean() - half), lowest),
+              "return_high": min(float(returns.mean() + half), highest), "length": float(np.mean(played.length))}
     if exact is not None:
         result.update(exact.judge(jax.device_get(starts), played))
     return result

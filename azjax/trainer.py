@@ -528,11 +528,16 @@ def _evaluate(
     key = jax.random.fold_in(jax.random.fold_in(jax.random.key(config.seed), 0xE7A1), iteration)
     results = evaluator(key, run_state.train_state.play_variables)  # replicated over the run's devices
     seconds = time.perf_counter() - tick
-    # The headline figures; the per-stratum ones ("eval/optimal_move_rate/begin-easy", ...) go to the metrics only.
-    shown = ", ".join(f"{name.removeprefix('eval/')} {figure(value)}" for name, value in results.items()
-                      if name.count("/") <= 1 and name.startswith("eval/"))
-    log(f"iteration {iteration} evaluation: {shown} ({seconds:.1f} s)")
+    log(f"iteration {iteration} evaluation: {_headline(results)} ({seconds:.1f} s)")
     return {**results, "eval_seconds": round(seconds, 3)}
+
+
+def _headline(results: dict[str, float]) -> str:
+    """The evaluation's headline figures as one line: every "eval/NAME", and a one-player game's baselines'
+    returns ("eval/return/random"); the per-stratum figures ("eval/optimal_move_rate/begin-easy", ...) go to the
+    metrics only."""
+    return ", ".join(f"{name.removeprefix('eval/')} {figure(value)}" for name, value in results.items()
+                     if name.startswith("eval/") and (name.count("/") <= 1 or name.startswith("eval/return/")))
 
 
 def _no_sgd_note(record: dict, config: Config) -> str:

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from azjax import core, evaluation, games, presets, training
+from azjax import core, evaluation, games, presets, trainer, training
 from azjax.config import ConfigError
 from azjax.solver import sliding_puzzle as exact
 
@@ -137,6 +137,8 @@ def test_a_training_iteration_and_its_evaluation_run_on_the_puzzle(tiny):
                                                                             state.train_state.play_variables)
     assert scores["eval/score"] == scores["eval/return"]
     assert -40.0 <= scores["eval/return/random"] <= scores["eval/return"] + 40.0 and 0.0 <= scores["eval/solved"] <= 1
+    line = trainer._headline(scores)  # training's evaluation line: the random player's return beside the agent's
+    assert "return/random " in line and "return " in line and "solved " in line
     with pytest.raises(ValueError, match="one-player game"):
         evaluation.make_evaluator(tiny, opponents=("onestep",))
 
@@ -158,7 +160,7 @@ def test_azjax_eval_plays_episodes_of_a_one_player_game(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "16 episodes each from the same starts" in printed and "random: mean return" in printed
     judged = json.loads(out.read_text())["agents"]["random"]
-    assert judged["return_low"] <= judged["return"] <= judged["return_high"] <= 0.0
+    assert -40.0 <= judged["return_low"] <= judged["return"] <= judged["return_high"] <= 0.0  # within return_bounds
     assert 0.0 <= judged["solved_optimally"] <= judged["solved"] <= 1.0
     assert cli.main(["eval", "random", "--game", "sliding_puzzle", "--opening-moves", "2"]) == 2
     assert "no openings" in capsys.readouterr().err

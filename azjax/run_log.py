@@ -74,8 +74,9 @@ class Console:
             self._bar = None
 
 
-def plot_learning_curves(run_dir: Path) -> Path | None:
-    """Writes `learning_curves.png` from the run's whole metrics log; returns its path."""
+def plot_learning_curves(run_dir: Path, *, num_players: int = 2) -> Path | None:
+    """Writes `learning_curves.png` from the run's whole metrics log (of a game of `num_players`); returns its
+    path."""
     records = rundir.read_metrics(run_dir)
     if not records:
         return None
@@ -83,21 +84,7 @@ def plot_learning_curves(run_dir: Path) -> Path | None:
     from matplotlib.figure import Figure
 
     iterations = [r["iteration"] for r in records]
-    panels = [
-        ("loss", ["loss", "policy_loss", "value_loss"]),
-        ("self-play outcomes", ["player0_win_rate", "draw_rate"]),
-        ("game length (moves)", ["game_length"]),
-        ("throughput (positions/s)", ["positions_per_second"]),
-    ]
-    evals = sorted({k for r in records for k in r if k.startswith("eval/")})
-    judged = ("eval/optimal_move_rate", "eval/value_accuracy")  # on labelled positions: its own panel
-    scores = [name for name in evals if not name.startswith(judged)]
-    if scores:
-        panels.append(("evaluation score", scores))
-        panels.append(("evaluation score vs wall clock", scores))
-    perfect_play = [name for name in evals if name.startswith(judged[0]) and "can_err" not in name]
-    if perfect_play:
-        panels.append(("optimal-move rate vs wall clock", perfect_play + [n for n in evals if n == judged[1]]))
+    panels = learning_curve_panels(records, num_players=num_players)
     # Wall-clock minutes since the run began; "time" restarts with each resumed session, so sessions are chained.
     minutes, offset, previous = [], 0.0, 0.0
     for r in records:
@@ -121,4 +108,28 @@ def plot_learning_curves(run_dir: Path) -> Path | None:
     path = run_dir / "learning_curves.png"
     fig.savefig(path, dpi=110)
     return path
+
+
+def learning_curve_panels(records: list[dict], *, num_players: int = 2) -> list[tuple[str, list[str]]]:
+    """The learning curves' panels: (title, the metrics it plots) for a metrics log. Self-play's outcomes are
+    wins and draws in a two-player game, the episodes that ended in a one-player game (whose returns the
+    evaluation's panels show)."""
+    outcomes = (("self-play outcomes", ["player0_win_rate", "draw_rate"]) if num_players == 2 else
+                ("self-play episodes ended", ["games_finished"]))
+    panels = [
+        ("loss", ["loss", "policy_loss", "value_loss"]),
+        outcomes,
+        ("game length (moves)" if num_players == 2 else "episode length (moves)", ["game_length"]),
+        ("throughput (positions/s)", ["positions_per_second"]),
+    ]
+    evals = sorted({k for r in records for k in r if k.startswith("eval/")})
+    judged = ("eval/optimal_move_rate", "eval/value_accuracy")  # on labelled positions: its own panel
+    scores = [name for name in evals if not name.startswith(judged)]
+    if scores:
+        panels.append(("evaluation score", scores))
+        panels.append(("evaluation score vs wall clock", scores))
+    perfect_play = [name for name in evals if name.startswith(judged[0]) and "can_err" not in name]
+    if perfect_play:
+        panels.append(("optimal-move rate vs wall clock", perfect_play + [n for n in evals if n == judged[1]]))
+    return panels
 

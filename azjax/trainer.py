@@ -208,7 +208,7 @@ def train(
         if int(run_state.iteration) > (checkpoints.latest_step() or 0):
             checkpoints.save(run_state, config, history[-1] if history else None)
     if primary:
-        plot_learning_curves(run_dir)
+        plot_learning_curves(run_dir, num_players=parts.game.num_players)
     return TrainResult(run_state, history, resumed_from, stop_reason, checkpoints.latest_step())
 
 

@@ -202,3 +202,14 @@ def test_the_commands_run_on_the_puzzle(tmp_path, capsys):
     assert cli.main(["export", str(run), str(export)]) == 0
     assert load_agent(export).game.num_players == 1
     assert cli.main(["check", "sliding_puzzle", "--games", "8"]) == 0
+
+
+def test_the_learning_curves_show_a_puzzles_episodes_not_wins_and_draws():
+    from azjax.run_log import learning_curve_panels
+
+    records = [{"iteration": 1, "games_finished": 5, "player0_win_rate": 0.0, "eval/return": -30.0}]
+    one, two = (dict(learning_curve_panels(records, num_players=n)) for n in (1, 2))
+    assert one["self-play episodes ended"] == ["games_finished"] and "self-play outcomes" not in one
+    assert "episode length (moves)" in one and "game length (moves)" in two
+    assert two["self-play outcomes"] == ["player0_win_rate", "draw_rate"]
+    assert one["evaluation score"] == ["eval/return"]

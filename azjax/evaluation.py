@@ -287,11 +287,13 @@ class Yardstick(NamedTuple):
 
 def yardstick(game: Game) -> Yardstick | None:
     """The exact judge of a one-player game where azjax has one (the sliding puzzle up to 3 x 3: uniformly random
-    solvable starts, judged by `azjax.solver.sliding_puzzle.judge`), else None."""
-    if not game.name.startswith("sliding_puzzle"):
-        return None
+    solvable starts, judged by `azjax.solver.sliding_puzzle.judge`), else None. The sliding puzzle is known by its
+    state's type, not its name: a game of one's own may be named anything."""
     from azjax.games.sliding_puzzle import SlidingPuzzleState, is_solved, make_sliding_puzzle
     from azjax.solver import sliding_puzzle
+
+    if game.num_players != 1 or not isinstance(jax.eval_shape(game.init, jax.random.key(0)), SlidingPuzzleState):
+        return None
 
     size = game.observation_shape[0]
     if size > sliding_puzzle.MAX_EXACT_SIZE:

@@ -213,3 +213,9 @@ def test_the_learning_curves_show_a_puzzles_episodes_not_wins_and_draws():
     assert "episode length (moves)" in one and "game length (moves)" in two
     assert two["self-play outcomes"] == ["player0_win_rate", "draw_rate"]
     assert one["evaluation score"] == ["eval/return"]
+
+
+def test_a_game_of_ones_own_named_like_the_puzzle_gets_no_yardstick_of_the_puzzles():
+    assert evaluation.yardstick(games.make("sliding_puzzle")) is not None
+    own = dataclasses.replace(games.make("tic_tac_toe"), name="sliding_puzzle_mine", num_players=1)  # another state
+    assert evaluation.yardstick(own) is None

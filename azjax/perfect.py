@@ -206,6 +206,12 @@ def solve_timeouts_raised() -> Iterator[None]:
         ) from None
 
 
+def _start_varies(game: Game, num_keys: int = 8) -> bool:
+    """Whether `game.init` gives different states for different keys (over `num_keys` of them)."""
+    starts = jax.device_get(jax.vmap(game.init)(jax.random.split(jax.random.key(0), num_keys)))
+    return any(not np.array_equal(leaf, leaf[:1].repeat(num_keys, axis=0)) for leaf in jax.tree.leaves(starts))
+
+
 def perfect_bot(
     game: Game, solution: solver_lib.Solution | None = None, *, max_states: int = PERFECT_MAX_STATES,
     max_seconds: float | None = CONNECT_FOUR_MAX_SECONDS,
@@ -222,9 +228,16 @@ def perfect_bot(
     or more moves (`--opening-moves 10`).
 
     Raises:
-      ValueError: the game is too large to solve exactly here (more than `max_states` positions), or cannot be
-        solved (see `solver.solve`).
+      ValueError: the game is too large to solve exactly here (more than `max_states` positions), cannot be
+        solved (see `solver.solve`), or is a one-player game whose start depends on `init`'s key (the solver
+        enumerates the positions reachable from one start; from the others it would play at random).
     """
+    if game.num_players == 1 and _start_varies(game):
+        raise ValueError(
+            f"the perfect player solves the positions reachable from one start, and {game.name} starts from a "
+            "different position for each key: it would play at random from the others. `azjax eval AGENT --game "
+            f"{game.name}` gives an agent's mean return (and the sliding puzzle's exact judge, the share solved in "
+            "the fewest moves)")
     if game.name == "connect_four":
         return Bot("perfect", functools.partial(connect_four_perfect_analysis, max_seconds=max_seconds))
     if is_pig(game):

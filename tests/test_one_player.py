@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from azjax import core, evaluation, games, presets, trainer, training
+from azjax import core, evaluation, games, perfect, presets, trainer, training
 from azjax.config import ConfigError
 from azjax.solver import sliding_puzzle as exact
 
@@ -219,3 +219,13 @@ def test_a_game_of_ones_own_named_like_the_puzzle_gets_no_yardstick_of_the_puzzl
     assert evaluation.yardstick(games.make("sliding_puzzle")) is not None
     own = dataclasses.replace(games.make("tic_tac_toe"), name="sliding_puzzle_mine", num_players=1)  # another state
     assert evaluation.yardstick(own) is None
+
+
+def test_the_perfect_player_refuses_a_puzzle_whose_start_varies_in_one_line(capsys):
+    from azjax import cli
+
+    with pytest.raises(ValueError, match="starts from a different position for each key"):
+        perfect.perfect_bot(games.make("sliding_puzzle", size=2))
+    assert cli.main(["eval", "perfect", "--game", "sliding_puzzle", "--games", "4"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "would play at random from the others" in err, err

@@ -27,8 +27,9 @@ Conventions every built-in game follows and `check_game` verifies (by random pla
 
 * Terminal states are absorbing: stepping a terminated state returns it unchanged, with zero rewards.
 * An illegal action (not in `legal_action_mask`) is never silently ignored: the player who made it loses the
-  game at once (rewards -1 for the mover, +1 for the opponent; in a one-player game the step pays the lowest
-  return, `return_bounds[0]`), and the state it leaves is terminal like any other (all-False mask, absorbing).
+  game at once (rewards -1 for the mover, +1 for the opponent; in a one-player game the step pays what brings
+  the episode's return to the lowest, `return_bounds[0]`, counting what the episode has paid so far, so that no
+  return leaves the bounds), and the state it leaves is terminal like any other (all-False mask, absorbing).
 
 Chance (`Game.num_chance_outcomes` = C > 0: dice, random draws). After every move a chance event picks one of C
 outcomes. `chance_outcomes(state, action)` gives their exact probabilities (float32 [C], non-negative, summing to
@@ -219,13 +220,16 @@ def return_to_value(bounds: tuple[float, float], returns: jax.Array) -> jax.Arra
 # Helpers shared by the games: illegal moves, absorbing terminals, symmetries.
 
 
-def resolve_step(state: S, new_state: S, action: jax.Array, *, illegal_reward: float | None = None) -> S:
+def resolve_step(state: S, new_state: S, action: jax.Array, *,
+                 illegal_reward: float | jax.Array | None = None) -> S:
     """Applies the protocol's rules around a game's raw transition.
 
     Given the state before the move and `new_state` (what the rules produce for a legal `action`), returns:
     `state` with zero rewards if it was already terminated (absorbing); a loss for the mover if `action` was
     illegal or out of range; otherwise `new_state`. The loss is -1 for the mover and +1 for the opponent, or with
-    `illegal_reward` (a one-player game: its `return_bounds[0]`) that reward for player 0 and nothing for player 1.
+    `illegal_reward` that reward for player 0 and nothing for player 1: a one-player game gives what brings the
+    episode's return to its `return_bounds[0]`, the rewards paid so far counted (`return_bounds[0]` itself where
+    nothing was paid before; a scalar, possibly computed from `state`).
     """
     mover = state.current_player
     num_actions = state.legal_action_mask.shape[-1]
@@ -234,7 +238,7 @@ def resolve_step(state: S, new_state: S, action: jax.Array, *, illegal_reward: f
     if illegal_reward is None:
         loss = jnp.where(jnp.arange(2) == mover, -1.0, 1.0).astype(jnp.float32)
     else:
-        loss = jnp.array([illegal_reward, 0.0], jnp.float32)
+        loss = jnp.stack([jnp.asarray(illegal_reward, jnp.float32), jnp.float32(0.0)])
     after_illegal = state.replace(
         terminated=jnp.bool_(True),
         rewards=loss,

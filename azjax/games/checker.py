@@ -61,8 +61,9 @@ only that `current_player` is 0 or 1), and has three checks more, on every move 
 
 * [absorbing] stepping a terminated state with any action changes no field and pays zero rewards.
 * [illegal_action] an illegal action in a non-terminal state ends the game: -1 for the mover, +1 for the opponent
-  (one player: `[return_bounds[0], 0]`, the lowest return); the state it leaves has an all-False legal mask and
-  is absorbing (stepping it changes nothing and pays zero).
+  (one player: the reward that brings the episode's return to `return_bounds[0]`, the lowest, the rewards paid
+  before it counted; nothing to player 1); the state it leaves has an all-False legal mask and is absorbing
+  (stepping it changes nothing and pays zero).
 * [max_length] every game is over after `max_length` moves.
 * [symmetries] for each symmetry under which a start observation is invariant, that random game and its mirror
   image (actions mapped by `Symmetry.map_action`, from the same start) agree after every move:
@@ -1006,8 +1007,10 @@ def _check_illegal_actions(traj: _Trajectory, game: Game, ctx: _Context, leaf_na
     other (an all-False legal mask, absorbing)."""
     illegal = traj.illegal_actions
     movers = traj.players[:-1]
-    if game.num_players == 1:
-        loss = np.broadcast_to(np.array([game.return_bounds[0], 0.0], np.float32), traj.illegal_rewards.shape)
+    if game.num_players == 1:  # the episode's return after it is the lowest: what was paid before it counted
+        paid_before = np.cumsum(np.where(traj.terminated[:-1], 0.0, traj.rewards[1:, :, 0]), axis=0)
+        paid_before = np.concatenate([np.zeros_like(paid_before[:1]), paid_before[:-1]])  # [T, B]: before move t
+        loss = np.stack([game.return_bounds[0] - paid_before, np.zeros_like(paid_before)], axis=-1)
     else:
         loss = np.stack([np.where(movers == 0, -1.0, 1.0), np.where(movers == 0, 1.0, -1.0)], axis=-1)
     wrong = ~traj.illegal_terminated | np.any(np.abs(traj.illegal_rewards - loss) > _ATOL, axis=-1)

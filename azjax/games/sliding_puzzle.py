@@ -169,7 +169,9 @@ def _step(state: SlidingPuzzleState, action: jax.Array, *, spec: _Spec) -> Slidi
     action = jnp.asarray(action, jnp.int32)
     board = _slide(state.board, jnp.clip(action, 0, 3), spec)
     new_state = _state_of(board, state.num_moves + 1, jnp.float32(-1.0), spec)
-    return resolve_step(state, new_state, action, illegal_reward=-float(spec.max_moves))
+    # An illegal move ends the episode at the lowest return, -max_moves: the moves made so far paid -1 each.
+    illegal_reward = (state.num_moves - spec.max_moves).astype(jnp.float32)
+    return resolve_step(state, new_state, action, illegal_reward=illegal_reward)
 
 
 def _observe(state: SlidingPuzzleState, *, spec: _Spec) -> jax.Array:

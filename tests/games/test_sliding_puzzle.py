@@ -129,17 +129,35 @@ def _planted(game: games.Game, bug: str) -> games.Game:
             return after.replace(rewards=after.rewards * 2.0)
         if bug == "illegal_reward":
             return after.replace(rewards=jnp.where(after.rewards[0] < -1.0, jnp.array([-1.0, 0.0]), after.rewards))
+        if bug == "illegal_on_top":  # the lowest return paid on top of the moves already paid: below the bounds
+            illegal = after.terminated & ~state.terminated & (after.rewards[0] < -1.0)
+            return after.replace(rewards=jnp.where(illegal, jnp.array([game.return_bounds[0], 0.0]), after.rewards))
         raise AssertionError(bug)
 
     return dataclasses.replace(game, step=step)
 
 
 @pytest.mark.parametrize("bug, check", [("second_player", "one_player"), ("pays_player_1", "one_player"),
-                                        ("outside_bounds", "return_range"), ("illegal_reward", "illegal_action")])
+                                        ("outside_bounds", "return_range"), ("illegal_reward", "illegal_action"),
+                                        ("illegal_on_top", "illegal_action")])
 def test_the_checker_catches_planted_one_player_bugs(bug, check):
     game = games.make("sliding_puzzle", size=2)
     with pytest.raises(GameCheckError, match=f"\\[{check}\\]"):
         games.check_game(_planted(game, bug), num_games=16)
+
+
+@pytest.mark.parametrize("legal_moves", [0, 3])
+def test_an_illegal_move_ends_the_episode_at_the_lowest_return(legal_moves):
+    game = games.make("sliding_puzzle")
+    state, paid = game.init(jax.random.key(4)), 0.0
+    for _ in range(legal_moves):
+        state = game.step(state, jnp.argmax(state.legal_action_mask))
+        paid += float(state.rewards[0])
+    # A move off the board where the blank is at an edge, else an action out of range.
+    illegal = jnp.argmin(state.legal_action_mask) if not bool(state.legal_action_mask.all()) else game.num_actions
+    assert not bool(state.terminated)
+    after = game.step(state, illegal)
+    assert bool(after.terminated) and paid + float(after.rewards[0]) == game.return_bounds[0] == -40.0
 
 
 def test_a_game_says_its_players_and_bounds_or_is_refused():

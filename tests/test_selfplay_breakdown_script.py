@@ -24,8 +24,12 @@ def test_the_quick_breakdown_times_every_part(load_experiment, tmp_path):
     # The network's rate: its FLOPs of a move over each program's time, and its share of the peak given.
     rate, share = results["network_tflops"], results["share_of_peak"]
     assert results["flops_per_evaluation"] > 0 and set(rate) == set(share)
-    assert set(rate) == {"self-play", "network alone", "network in self-play"}
-    assert rate["self-play"] < rate["network in self-play"]  # the same FLOPs in more time
+    # "network in self-play" is self-play's time less the free network's: a timing that load can make <= 0, when the
+    # script leaves its rate out.
+    inside = {"network in self-play"} if per_move["network in self-play"] > 0 else set()
+    assert set(rate) == {"self-play", "network alone"} | inside
+    if inside:
+        assert rate["self-play"] < rate["network in self-play"]  # the same FLOPs in more time
     flops_per_move = results["flops_per_evaluation"] * 64 * (4 + 1)  # --quick: 64 games, 4 simulations
     assert rate["network alone"] == pytest.approx(flops_per_move / per_move["network alone"] / 1e12)
     assert share["network alone"] == pytest.approx(rate["network alone"] / 0.05)

@@ -132,4 +132,3 @@ def learning_curve_panels(records: list[dict], *, num_players: int = 2) -> list[
     if perfect_play:
         panels.append(("optimal-move rate vs wall clock", perfect_play + [n for n in evals if n == judged[1]]))
     return panels
-

@@ -890,6 +890,11 @@ def _check_rewards(traj: _Trajectory, ctx: _Context) -> None:
         )
 
 
+def _paid_by_move(traj: _Trajectory) -> np.ndarray:
+    """float [T, B]: player 0's reward paid by the move made in state t (0 once the game is over: absorbing)."""
+    return np.where(traj.terminated[:-1], 0.0, traj.rewards[1:, :, 0])
+
+
 def _check_one_player(traj: _Trajectory, game: Game, ctx: _Context) -> None:
     """[one_player], [finite_rewards] and [return_range]: player 0 always to move, nothing paid to player 1, and
     finite rewards whose returns from every position played lie within the game's return bounds."""
@@ -907,8 +912,7 @@ def _check_one_player(traj: _Trajectory, game: Game, ctx: _Context) -> None:
         raise _fail(traj, ctx, "finite_rewards", f"rewards {rewards[t, b].tolist()} after {counted(t, 'move')} are "
                     "not finite", b, t)
     # The return from state t: the rewards of the moves from t on, up to the game's end (absorbing: no later pay).
-    paid = np.where(traj.terminated[:-1], 0.0, rewards[1:, :, 0])  # [T, B], paid by the move made in state t
-    returns = np.cumsum(paid[::-1], axis=0)[::-1]  # [T, B]
+    returns = np.cumsum(_paid_by_move(traj)[::-1], axis=0)[::-1]  # [T, B]
     low, high = (float(bound) for bound in game.return_bounds)
     outside = ~traj.terminated[:-1] & ((returns < low - _ATOL) | (returns > high + _ATOL))
     if (hit := _first(outside)) is not None:
@@ -1008,8 +1012,8 @@ def _check_illegal_actions(traj: _Trajectory, game: Game, ctx: _Context, leaf_na
     illegal = traj.illegal_actions
     movers = traj.players[:-1]
     if game.num_players == 1:  # the episode's return after it is the lowest: what was paid before it counted
-        paid_before = np.cumsum(np.where(traj.terminated[:-1], 0.0, traj.rewards[1:, :, 0]), axis=0)
-        paid_before = np.concatenate([np.zeros_like(paid_before[:1]), paid_before[:-1]])  # [T, B]: before move t
+        paid = np.cumsum(_paid_by_move(traj), axis=0)
+        paid_before = np.concatenate([np.zeros_like(paid[:1]), paid[:-1]])  # [T, B]: before the move in state t
         loss = np.stack([game.return_bounds[0] - paid_before, np.zeros_like(paid_before)], axis=-1)
     else:
         loss = np.stack([np.where(movers == 0, -1.0, 1.0), np.where(movers == 0, 1.0, -1.0)], axis=-1)
@@ -1301,9 +1305,8 @@ def check_game(
     final_rewards = first.rewards[lengths, np.arange(num_games)]
     wins = (int(np.sum(final_rewards[:, 0] > 0)), int(np.sum(final_rewards[:, 1] > 0)))
     returns = None
-    if game.num_players == 1:  # rewards[t] is paid by the step into state t: steps 1 to the episode's length
-        steps = np.arange(first.rewards.shape[0])[:, None]
-        paid = np.sum(np.where((steps >= 1) & (steps <= lengths[None, :]), first.rewards[..., 0], 0.0), axis=0)
+    if game.num_players == 1:  # each random episode's return: what its moves paid up to its end
+        paid = np.sum(_paid_by_move(first), axis=0)
         returns = (float(np.mean(paid)), float(np.min(paid)), float(np.max(paid)))
     return CheckReport(
         game=game.name,

@@ -104,8 +104,8 @@ def two_device_runs(tiny_overrides, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def two_device_extras(tiny_overrides, tmp_path_factory):
-    """-m slow: the resume, the arena and the evaluator on two devices compile programs of their own, about a
-    minute of the 2-core CPU; the default suite keeps the iteration's split and its equality with one device."""
+    """-m slow: the resume, the arena and the evaluator on two devices compile programs of their own; the default
+    suite keeps the iteration's split and its equality with one device."""
     return run_on_two_devices(tmp_path_factory.mktemp("data_parallel_full"), tiny_overrides, full=True)
 
 

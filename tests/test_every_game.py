@@ -37,7 +37,7 @@ NATIVE = ["tic_tac_toe", "connect_four", "gomoku9", "gomoku", "othello6", "othel
 PGX = "pgx:connect_four"
 ONE_PLAYER = ["sliding_puzzle"]  # its commands (episodes, not matches) run in tests/test_one_player.py
 CHANCE = ["pig"]  # its commands (its own opponents: random and perfect) run in tests/games/test_pig.py
-# 45-90 s a game on the 2-core CPU: -m slow runs them all (Brandub first: the most actions, 1176, and the longest
+# The heaviest runs of the suite: -m slow runs them all (Brandub first: the most actions, 1176, and the longest
 # games, 200 moves, whose evaluation broke). The default suite runs each command on tic-tac-toe's run in the other
 # modules (tests/test_cli.py, test_evaluation.py, test_play.py, test_own_network.py, test_your_own_game.py).
 

@@ -17,7 +17,7 @@ from azjax import config as config_lib
 from azjax import presets, training
 
 GPU_GAMES = ["tic_tac_toe", "connect_four", "gomoku", "othello", "brandub"]
-# 15-35 s each on 2 cores: -m slow runs them all (Connect Four's is the preset measured on an accelerator, Brandub's
+# An accelerator's shapes: -m slow runs them all (Connect Four's is the preset measured on an accelerator, Brandub's
 # has the most actions and the largest replay rows). The default suite keeps their compute dtype (bfloat16) below.
 
 

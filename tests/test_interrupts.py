@@ -74,8 +74,9 @@ SECONDS, ITERATIONS = ["--seconds", "6"], ["--iterations", "40", "--eval-every",
 
 
 @pytest.mark.parametrize(("budget", "signum"), [
-    # 35-45 s each on 2 cores: -m slow. The default suite keeps a process stopped by SIGTERM, saved and resumed
-    # (tests/test_checkpointing.py, test_sigterm_finishes_the_iteration_saves_and_exits_0), and Ctrl-C twice below.
+    # A run stopped and resumed in two processes each: -m slow. The default suite keeps a process stopped by
+    # SIGTERM, saved and resumed (tests/test_checkpointing.py, test_sigterm_finishes_the_iteration_saves_and_exits_0),
+    # and Ctrl-C twice below.
     pytest.param(SECONDS, signal.SIGINT, marks=pytest.mark.slow),
     pytest.param(ITERATIONS, signal.SIGTERM, marks=pytest.mark.slow),
     pytest.param(SECONDS, signal.SIGTERM, marks=pytest.mark.slow),

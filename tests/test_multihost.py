@@ -187,7 +187,7 @@ def test_a_stop_asked_of_one_process_stops_both_at_the_same_iteration(tmp_path, 
     assert checkpointing.latest_iteration(out) == last
 
 
-@pytest.mark.slow  # 52 s on 2 cores; the arena's split over two devices of one process: tests/test_data_parallel.py
+@pytest.mark.slow  # the arena's split over two devices of one process: tests/test_data_parallel.py (-m slow too)
 def test_azjax_eval_over_two_processes_plays_the_same_games_as_one_process(runs):
     """`azjax eval` with the three flags splits its games over both processes' devices: the same table as one
     process over two devices; process 0 alone prints and writes --json."""

@@ -285,7 +285,7 @@ def test_a_run_resumes_on_the_observation_its_checkpoint_was_trained_on(tiny_con
     assert trainer._check_run_dir(tmp_path / "new", unstated, new, lambda _: None) == (None, unstated)  # today's
 
 
-# Brandub's and Othello 6x6's matches take 8-10 s each: -m slow plays them.
+# Brandub's and Othello 6x6's matches, the largest: -m slow plays them.
 @pytest.mark.parametrize("game_name", [name if name not in ("brandub", "othello6") else
                                        pytest.param(name, marks=pytest.mark.slow) for name in NATIVE])
 def test_every_native_game_ships_an_agent_that_beats_random(game_name):

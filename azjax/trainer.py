@@ -182,6 +182,8 @@ def train(
         if mesh is not None:
             run_state = shard_run_state(run_state, mesh)
             log(f"Data parallel over {len(devices)} devices ({devices[0].platform}).")
+        else:  # placed alike whether fresh or restored, so that a resumed run compiles the program a fresh one did
+            run_state = jax.device_put(run_state, devices[0])
         if primary:
             rundir.write_config(run_dir, config)
             rundir.truncate_metrics(run_dir, start_iteration)  # iterations after the checkpoint are redone

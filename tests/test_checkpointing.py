@@ -27,7 +27,7 @@ import pytest
 from tiny import TINY_OVERRIDES
 
 import azjax
-from azjax import checkpointing, cli, compatibility, exports, interrupts, presets, rundir, trainer, training
+from azjax import checkpointing, cli, compatibility, exports, interrupts, memory, presets, rundir, trainer, training
 from azjax import config as config_lib
 from azjax.manifest import write_manifest
 from azjax.training import RunState
@@ -69,15 +69,26 @@ def quiet(_: str) -> None:
 
 @pytest.fixture(scope="module")
 def runs(compile_cache_everything, tmp_path_factory):
-    """A run of 2N iterations straight, and a run of N iterations resumed to 2N."""
+    """A run of 2N iterations straight, and a run of N iterations resumed to 2N; "programs", the text of each
+    run's training iteration as it went to the compiler (what the compilation cache knows it by)."""
     root = tmp_path_factory.mktemp("runs")
-    straight = trainer.train(run_config(2 * N), root / "straight", checkpoint_every=N, progress=False, log=quiet)
-    first = trainer.train(run_config(N), root / "resumed", checkpoint_every=N, progress=False, log=quiet)
-    messages: list[str] = []
-    resumed = trainer.train(
-        run_config(2 * N), root / "resumed", checkpoint_every=N, progress=False, log=messages.append
-    )
-    return {"root": root, "straight": straight, "first": first, "resumed": resumed, "messages": messages}
+    programs: list[str] = []
+    compile_within_memory = memory.compile_within_memory
+
+    def recording(lowered, **kwargs):
+        programs.append(lowered.as_text())
+        return compile_within_memory(lowered, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(memory, "compile_within_memory", recording)
+        straight = trainer.train(run_config(2 * N), root / "straight", checkpoint_every=N, progress=False, log=quiet)
+        first = trainer.train(run_config(N), root / "resumed", checkpoint_every=N, progress=False, log=quiet)
+        messages: list[str] = []
+        resumed = trainer.train(
+            run_config(2 * N), root / "resumed", checkpoint_every=N, progress=False, log=messages.append
+        )
+    return {"root": root, "straight": straight, "first": first, "resumed": resumed, "messages": messages,
+            "programs": programs}
 
 
 def leaves(run_state: RunState) -> list[tuple[str, np.ndarray]]:
@@ -131,6 +142,15 @@ def test_resumed_run_is_bitwise_identical_to_a_straight_run(runs):
     on_disk = [checkpointing.CheckpointManager(runs["root"] / name).restore(config) for name in ("straight", "resumed")]
     assert_bitwise_equal(on_disk[0], on_disk[1])
     assert_bitwise_equal(on_disk[0], straight.run_state)
+
+
+def test_a_resumed_run_compiles_the_program_of_a_straight_one(runs):
+    """The same program for the straight run, the shorter first run (a constant learning rate does not read the
+    number of iterations: jax leaves it out) and its resumption from a checkpoint (placed on the device as a fresh
+    state is): the compilation cache serves the later runs."""
+    assert len(runs["programs"]) == 3
+    assert runs["programs"][1] == runs["programs"][0], "the run of fewer iterations compiled another program"
+    assert runs["programs"][2] == runs["programs"][0], "the resumed run compiled another program"
 
 
 def test_metrics_log_has_each_iteration_once(runs):

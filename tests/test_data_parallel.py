@@ -39,7 +39,7 @@ _SCRIPT = textwrap.dedent(
     logs = []
     two = trainer.train(config, root + "/two", num_devices=2, progress=False, log=logs.append)
     games = two.run_state.selfplay.move_number  # [B], one entry per game
-    diff = max(float(np.max(np.abs(a - b))) for a, b in zip(
+    diff = max(float(np.max(np.abs(np.asarray(a) - np.asarray(b)))) for a, b in zip(  # on other devices
         jax.tree.leaves(one.run_state.train_state.params), jax.tree.leaves(two.run_state.train_state.params)))
     found = {
         "devices": len(jax.devices()),

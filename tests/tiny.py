@@ -15,7 +15,7 @@ def jit_optimised(fun, **jit_kwargs):
     return jax.jit(fun, compiler_options={"xla_backend_optimization_level": 3}, **jit_kwargs)
 
 # 1 block x 8 channels (a value head of 1 channel and 8 units), 4 simulations, 8 games x 12 moves (every
-# tic-tac-toe game ends within 9), batch 32.
+# tic-tac-toe game ends within 9), batch 32, a constant learning rate.
 TINY_OVERRIDES = {
     "network.num_blocks": 1,
     "network.num_channels": 8,
@@ -30,6 +30,9 @@ TINY_OVERRIDES = {
     "train.num_sgd_steps": 2,
     "train.warmup_steps": 1,
     "train.replay_capacity": 256,
+    # A constant learning rate: nothing in the compiled iteration then depends on the number of iterations, so the
+    # TINY runs of any length (and their resumptions) compile one program, which the run's compilation cache shares.
+    "train.lr_schedule": "constant",
     "num_iterations": 2,
 }
 

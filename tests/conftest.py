@@ -20,9 +20,10 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "notebooks"
 from azjax import config as config_lib
 from azjax import presets
 
-# XLA compiles the tests' programs without LLVM's optimisations (tests/tiny.py's TEST_XLA_FLAGS): faster to compile,
-# slower to run, the same results. Set before the backend starts; the `azjax` processes the tests start inherit it
-# (tests/readme_commands.py passes it on, and the modules that set their own XLA_FLAGS add it).
+# XLA compiles the tests' programs without LLVM's optimisations and with its elemental fusion emitter
+# (tests/tiny.py's TEST_XLA_FLAGS): faster to compile, slower to run. Set before the backend starts; the `azjax`
+# processes the tests start inherit it (tests/readme_commands.py passes it on, and the modules that set their own
+# XLA_FLAGS add it).
 os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {TEST_XLA_FLAGS}".strip()
 
 # Start jax's backend now, with the one CPU device it gives by default: `azjax train` and `azjax eval` would

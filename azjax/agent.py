@@ -31,9 +31,13 @@ class Agent:
     """A network with its game and search settings. Methods take batched states [B] and are jitted."""
 
     config: Config
+    """The run's settings: its game, its network's architecture, and the search it plays with."""
     game: games.Game
-    network: nn.Module  # the network contract: azjax.networks
+    """The game it plays."""
+    network: nn.Module
+    """The network: any module with the network contract of `azjax.networks`."""
     variables: dict
+    """The network's variables ("params", and "batch_stats" where it has batch norm)."""
 
     def policy_value(self, states: games.State) -> tuple[jax.Array, jax.Array]:
         """The network on a batch of states: logits [B, A] (illegal actions at the float minimum) and the value

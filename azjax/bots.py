@@ -40,11 +40,16 @@ state."""
 class Analysis(struct.PyTreeNode):
     """What an agent makes of a batch of B positions; every value is for the player to move there."""
 
-    action: jax.Array  # [B] int32, the move the agent plays
-    policy: jax.Array  # [B, A] float32, its distribution over moves (visit shares, network policy, ...)
-    value: jax.Array  # [B] float32, its value of the position in [-1, 1]; NaN if it has no estimate
-    action_values: jax.Array  # [B, A] float32, its value of each legal move; NaN where it has none
-    visits: jax.Array | None = None  # [B, A] int32, a search's simulations per move (what decided its move), or None
+    action: jax.Array
+    """[B] int32, the move the agent plays."""
+    policy: jax.Array
+    """[B, A] float32, its distribution over moves (visit shares, network policy, ...)."""
+    value: jax.Array
+    """[B] float32, its value of the position in [-1, 1]; NaN if it has no estimate."""
+    action_values: jax.Array
+    """[B, A] float32, its value of each legal move; NaN where it has none."""
+    visits: jax.Array | None = None
+    """[B, A] int32, a search's simulations per move (what decided its move), or None."""
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -53,11 +58,13 @@ class Memory:
     the matches and `azjax play` hold one per game, let the bot update it when it moves, and `follow` every move
     played in the game, the opponent's too. All three are pure and un-jitted."""
 
-    init: Callable[[State], Any]  # states [N] -> the memory of N games, nothing remembered yet
-    analyse: Callable[[jax.Array, State, Any], tuple[Analysis, Any]]  # (key, states [B], memory [B]) -> the
-    #   analysis and the memory after it, about the same positions
-    follow: Callable[[Any, jax.Array, jax.Array], Any]  # (memory [N], actions [N], moved [N] bool) -> the memory
-    #   about the positions after `actions` where `moved` (the others unchanged)
+    init: Callable[[State], Any]
+    """(states [N]) -> the memory of N games, nothing remembered yet."""
+    analyse: Callable[[jax.Array, State, Any], tuple[Analysis, Any]]
+    """(key, states [B], memory [B]) -> the analysis and the memory after it, about the same positions."""
+    follow: Callable[[Any, jax.Array, jax.Array], Any]
+    """(memory [N], actions [N], moved [N] bool) -> the memory about the positions after `actions` where `moved` (the
+    others unchanged)."""
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -70,8 +77,11 @@ class Bot:
     """
 
     name: str
+    """The agent's name in tables and logs (e.g. "mcts:200")."""
     analyse: Callable[[jax.Array, State], Analysis]
+    """(key, states [B]) -> the `Analysis` of the B positions, the moves it plays included."""
     memory: Memory | None = None
+    """What the bot carries from move to move in each game (a search tree), or None: it plays every position anew."""
 
     def act(self, key: jax.Array, states: State) -> jax.Array:
         """The agent's moves [B] int32 for a batch of states (the `AgentFn` interface)."""

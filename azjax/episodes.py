@@ -21,9 +21,12 @@ from azjax.games import Game, State
 class Episodes(struct.PyTreeNode):
     """N episodes of a one-player game (`play_episodes`)."""
 
-    returns: jax.Array  # [N] float32: the rewards of player 0 summed over the episode
-    length: jax.Array  # [N] int32: moves played
-    final: State  # [N]: the state each episode ended in (or stood in after game.max_length moves)
+    returns: jax.Array
+    """[N] float32: the rewards of player 0 summed over the episode."""
+    length: jax.Array
+    """[N] int32: moves played."""
+    final: State
+    """[N]: the state each episode ended in (or stood in after game.max_length moves)."""
 
 
 class _Loop(struct.PyTreeNode):

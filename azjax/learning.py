@@ -30,10 +30,15 @@ class TrainState(struct.PyTreeNode):
     (`average`), which is then the network that plays (self-play, Reanalyse, evaluation, checkpoints' model)."""
 
     params: dict
+    """The network's parameters (flax's "params" collection)."""
     batch_stats: dict
+    """The batch-norm statistics (flax's "batch_stats" collection)."""
     opt_state: optax.OptState
-    step: jax.Array  # [] int32, SGD steps taken
-    average: dict | None = None  # {"params", "batch_stats"}: their exponential moving average, or None: not kept
+    """The optimizer's state."""
+    step: jax.Array
+    """[] int32, SGD steps taken."""
+    average: dict | None = None
+    """{"params", "batch_stats"}: their exponential moving average, or None: not kept."""
 
     @property
     def variables(self) -> dict:

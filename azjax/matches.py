@@ -40,14 +40,20 @@ COMPACT_FRACTION = 4  # `play_match(compact=True)`: the tail batch holds a quart
 class Games(struct.PyTreeNode):
     """The outcome of a batch of N games between agents A and B, from A's side (`play_match`)."""
 
-    outcome: jax.Array  # [N] float32: +1 A won, 0 draw, -1 A lost
-    seat: jax.Array  # [N] int32: A's player id (0 = A moved first)
-    length: jax.Array  # [N] int32: moves played, those before the match (the opening) included
-    moves: jax.Array  # [N, game.max_length] int32: the actions played in order, the opening's first; -1 after
-    opening_length: jax.Array  # [N] int32: how many of `moves` were played before the match (the opening's)
-    start: jax.Array | None = None  # [N, 2] uint32: a 64-bit hash of the state each game started from, where the
-    #   caller hashed them (`openings.state_hashes`; `play_match` leaves it None): games that started from one
-    #   position have the same hash, whatever moves led there
+    outcome: jax.Array
+    """[N] float32: +1 A won, 0 draw, -1 A lost."""
+    seat: jax.Array
+    """[N] int32: A's player id (0 = A moved first)."""
+    length: jax.Array
+    """[N] int32: moves played, those before the match (the opening) included."""
+    moves: jax.Array
+    """[N, game.max_length] int32: the actions played in order, the opening's first; -1 after."""
+    opening_length: jax.Array
+    """[N] int32: how many of `moves` were played before the match (the opening's)."""
+    start: jax.Array | None = None
+    """[N, 2] uint32: a 64-bit hash of the state each game started from, where the caller hashed them
+    (`openings.state_hashes`; `play_match` leaves it None): games that started from one position have the same hash,
+    whatever moves led there."""
 
 
 class _Match(struct.PyTreeNode):

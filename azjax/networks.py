@@ -178,15 +178,26 @@ class AlphaZeroNetwork(nn.Module):
     """The policy/value ResNet; see the module docstring for shapes and the value's perspective."""
 
     num_actions: int
+    """A, the policy head's outputs: one logit per action."""
     num_blocks: int = 2
+    """Residual blocks in the trunk."""
     num_channels: int = 32
-    value_channels: int = 1  # the value head's 1x1 convolution
+    """Channels of the trunk's convolutions."""
+    value_channels: int = 1
+    """Channels of the value head's 1x1 convolution."""
     value_hidden: int = 64
-    global_pooling: bool = False  # blocks get a global pooling bias; the value head also reads the pooled trunk
-    reply_head: bool = False  # also predict the opponent's reply (sown as intermediates "reply_logits" [B, A])
-    value_head: str = "scalar"  # "scalar" (tanh) or "wdl" (win/draw/loss logits sown as intermediates "value_logits")
-    dtype: jnp.dtype = jnp.float32  # computation dtype; parameters stay float32
-    conv_fn: ConvFn = conv_with_matmul_grad  # jax.lax.conv_general_dilated gives XLA's own gradient everywhere
+    """Units of the value head's hidden layer."""
+    global_pooling: bool = False
+    """Blocks get a global pooling bias; the value head also reads the pooled trunk."""
+    reply_head: bool = False
+    """Also predict the opponent's reply (sown as intermediates "reply_logits" [B, A])."""
+    value_head: str = "scalar"
+    """The value head: "scalar" (tanh) or "wdl" (win/draw/loss logits sown as intermediates "value_logits")."""
+    dtype: jnp.dtype = jnp.float32
+    """The computation dtype; parameters stay float32."""
+    conv_fn: ConvFn = conv_with_matmul_grad
+    """The convolution of every layer (see the module docstring); `jax.lax.conv_general_dilated` gives XLA's own
+    gradient everywhere."""
 
     @nn.compact
     def __call__(self, observation: jax.Array, train: bool = False) -> tuple[jax.Array, jax.Array]:

@@ -27,20 +27,23 @@ from azjax.games import Game, State
 class Batch(struct.PyTreeNode):
     """Training positions; every array is [N, ...]."""
 
-    observation: jax.Array  # [N, *obs] float32, from the side to move
-    policy_target: jax.Array  # [N, A] float32
-    value_target: jax.Array  # [N] float32, for the player to move: the game's outcome, or with train.value_target_mix
-    #   m > 0, (1 - m) x the outcome + m x the search's value of the move played (see the module docstring)
-    # With train.reply_policy_weight > 0: [N, A] float32, the policy target of the position that followed (the
-    # opponent's reply; zeros where there is none: the game's last move, or a fast search's); else None.
+    observation: jax.Array
+    """[N, *obs] float32, from the side to move."""
+    policy_target: jax.Array
+    """[N, A] float32, the search's policy at the position."""
+    value_target: jax.Array
+    """[N] float32, for the player to move: the game's outcome, or with train.value_target_mix m > 0, (1 - m) x the
+    outcome + m x the search's value of the move played (see the module docstring)."""
     reply_target: jax.Array | None = None
-    # With train.policy_surprise_weight > 0: [N] float32, KL(policy target || the network's prior) when the position
-    # was played (`selfplay.policy_surprise`), which weights how often it is sampled; else None (and None in the
-    # batches `sample` draws).
+    """With train.reply_policy_weight > 0: [N, A] float32, the policy target of the position that followed (the
+    opponent's reply; zeros where there is none: the game's last move, or a fast search's); else None."""
     surprise: jax.Array | None = None
-    # With network.value_head "wdl": [N] float32, the game's outcome for the player to move (+1 win, 0 draw, -1 loss),
-    # unblended, from which and `value_target` the loss rebuilds the win/draw/loss target (`wdl_target`); else None.
+    """With train.policy_surprise_weight > 0: [N] float32, KL(policy target || the network's prior) when the position
+    was played (`selfplay.policy_surprise`), which weights how often it is sampled; else None (and None in the
+    batches `sample` draws)."""
     outcome: jax.Array | None = None
+    """With network.value_head "wdl": [N] float32, the game's outcome for the player to move (+1 win, 0 draw, -1 loss),
+    unblended, from which and `value_target` the loss rebuilds the win/draw/loss target (`wdl_target`); else None."""
 
 
 class Replayable(struct.PyTreeNode):
@@ -55,15 +58,20 @@ class Replayable(struct.PyTreeNode):
 class ReplayBuffer(struct.PyTreeNode):
     """A ring buffer of `capacity` positions; the oldest are overwritten first."""
 
-    data: Batch  # [capacity, ...]
-    player: jax.Array  # [capacity] int32, the player to move at each position (whose side its value target takes)
-    ready: jax.Array  # [capacity] bool, the position's value target is known (its game ended); only these are sampled
-    next_index: jax.Array  # [] int32, where the next position goes
-    # [] int32, rows written so far, capped at capacity: the positions held, ready or not. The library never reads it
-    # (sampling and the "replay_size" metric use `num_ready`; tests do); it stays as part of the checkpoint format.
+    data: Batch
+    """The positions, every array [capacity, ...]."""
+    player: jax.Array
+    """[capacity] int32, the player to move at each position (whose side its value target takes)."""
+    ready: jax.Array
+    """[capacity] bool, the position's value target is known (its game ended); only these are sampled."""
+    next_index: jax.Array
+    """[] int32, where the next position goes."""
     size: jax.Array
-    # With Reanalyse (init_replay(..., state_like=...)): [capacity] what searching each position again needs; else None.
+    """[] int32, rows written so far, capped at capacity: the positions held, ready or not. The library never reads it
+    (sampling and the "replay_size" metric use `num_ready`; tests do); it stays as part of the checkpoint format."""
     replayable: Replayable | None = None
+    """With Reanalyse (init_replay(..., state_like=...)): [capacity] what searching each position again needs; else
+    None."""
 
     @property
     def capacity(self) -> int:

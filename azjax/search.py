@@ -59,19 +59,28 @@ if TYPE_CHECKING:
 class SearchOutput(struct.PyTreeNode):
     """The result of searching a batch of B root states."""
 
-    action: jax.Array  # [B] int32, the move to play
-    policy_target: jax.Array  # [B, A] float32, the search's improved policy (zero on illegal actions)
-    root_value: jax.Array  # [B] float32, the search's value of the root, for the player to move there
-    action_value: jax.Array  # [B] float32, the search's value (Q) of `action`, for the player to move at the root
-    network_value: jax.Array  # [B] float32, the network's raw value of the root, for the player to move there
-    network_logits: jax.Array  # [B, A] float32, the network's prior logits at the root (illegal: the lowest float)
-    visit_counts: jax.Array  # [B, A] int32, the simulations spent on each move at the root
-    action_values: jax.Array  # [B, A] float32, the search's value (Q) of each visited move for the player to move
-    # at the root; NaN where unvisited
-    tree: tree_reuse.KeptTree | None = None  # with reuse_tree: the whole search tree, rooted at the searched states
-    # With make_search_fn(..., return_tree=True): mctx's tree as its policy built it ([B, nodes, ...], node 0 the
-    # root, node i + 1 made by simulation i), with the policy's extra data (Gumbel: `extra_data.root_gumbel`).
+    action: jax.Array
+    """[B] int32, the move to play."""
+    policy_target: jax.Array
+    """[B, A] float32, the search's improved policy (zero on illegal actions)."""
+    root_value: jax.Array
+    """[B] float32, the search's value of the root, for the player to move there."""
+    action_value: jax.Array
+    """[B] float32, the search's value (Q) of `action`, for the player to move at the root."""
+    network_value: jax.Array
+    """[B] float32, the network's raw value of the root, for the player to move there."""
+    network_logits: jax.Array
+    """[B, A] float32, the network's prior logits at the root (illegal: the lowest float)."""
+    visit_counts: jax.Array
+    """[B, A] int32, the simulations spent on each move at the root."""
+    action_values: jax.Array
+    """[B, A] float32, the search's value (Q) of each visited move for the player to move at the root; NaN where
+    unvisited."""
+    tree: tree_reuse.KeptTree | None = None
+    """With reuse_tree: the whole search tree, rooted at the searched states."""
     search_tree: mctx.Tree | None = None
+    """With make_search_fn(..., return_tree=True): mctx's tree as its policy built it ([B, nodes, ...], node 0 the root,
+    node i + 1 made by simulation i), with the policy's extra data (Gumbel: `extra_data.root_gumbel`)."""
 
 
 def masked_logits(logits: jax.Array, legal_action_mask: jax.Array) -> jax.Array:

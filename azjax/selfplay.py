@@ -53,33 +53,51 @@ if TYPE_CHECKING:
 class SelfPlayState(struct.PyTreeNode):
     """The B games in progress, carried across iterations."""
 
-    game_state: State  # batched [B] game states, never terminal
-    move_number: jax.Array  # [B] int32, moves played so far in each game
-    resign_disabled: jax.Array  # [B] bool, this game may not resign (measures resignation false positives)
-    would_resign: jax.Array  # [B, 2] bool, a player's root value fell below the threshold in this game
-    pending: jax.Array  # [B] int32, with keep_unfinished: positions of the game in progress stored in replay, awaiting
-    #   its outcome (0 without keep_unfinished: nothing waits)
-    tree: tree_reuse.KeptTree | None = None  # with reuse_tree: each game's search tree, rooted at its position
+    game_state: State
+    """Batched [B] game states, never terminal."""
+    move_number: jax.Array
+    """[B] int32, moves played so far in each game."""
+    resign_disabled: jax.Array
+    """[B] bool, this game may not resign (measures resignation false positives)."""
+    would_resign: jax.Array
+    """[B, 2] bool, a player's root value fell below the threshold in this game."""
+    pending: jax.Array
+    """[B] int32, with keep_unfinished: positions of the game in progress stored in replay, awaiting its outcome (0
+    without keep_unfinished: nothing waits)."""
+    tree: tree_reuse.KeptTree | None = None
+    """With reuse_tree: each game's search tree, rooted at its position."""
 
 
 class Trajectory(struct.PyTreeNode):
     """What T steps of B games recorded; every array is [T, B, ...]."""
 
-    observation: jax.Array  # [T, B, *obs] float32, from the side to move
-    policy_target: jax.Array  # [T, B, A] float32, the search's policy; zeros after a fast search (no policy target)
-    current_player: jax.Array  # [T, B] int32, the player to move at this position
-    move_number: jax.Array  # [T, B] int32, moves played in this game before this position
-    root_value: jax.Array  # [T, B] float32, the search's value for the player to move
-    action_value: jax.Array  # [T, B] float32, the search's value of the move played, for the player to move
-    policy_surprise: jax.Array  # [T, B] float32, KL(policy target || the network's prior) in nats; 0 after a fast
-    #   search (no policy target)
-    terminated: jax.Array  # [T, B] bool, the move made here ended the game
-    rewards: jax.Array  # [T, B, 2] float32, per player id, paid by the move made here
-    resigned: jax.Array  # [T, B] bool, the player to move resigned here
-    would_have_resigned: jax.Array  # [T, B, 2] bool, a game that could not resign ended here, and this player's
-    #   root value had fallen below the resignation threshold in it
-    false_positive: jax.Array  # [T, B, 2] bool, would_have_resigned, yet this player did not lose
-    state: State | None = None  # with record_states (Reanalyse): [T, B] the game states searched; else None
+    observation: jax.Array
+    """[T, B, *obs] float32, from the side to move."""
+    policy_target: jax.Array
+    """[T, B, A] float32, the search's policy; zeros after a fast search (no policy target)."""
+    current_player: jax.Array
+    """[T, B] int32, the player to move at this position."""
+    move_number: jax.Array
+    """[T, B] int32, moves played in this game before this position."""
+    root_value: jax.Array
+    """[T, B] float32, the search's value for the player to move."""
+    action_value: jax.Array
+    """[T, B] float32, the search's value of the move played, for the player to move."""
+    policy_surprise: jax.Array
+    """[T, B] float32, KL(policy target || the network's prior) in nats; 0 after a fast search (no policy target)."""
+    terminated: jax.Array
+    """[T, B] bool, the move made here ended the game."""
+    rewards: jax.Array
+    """[T, B, 2] float32, per player id, paid by the move made here."""
+    resigned: jax.Array
+    """[T, B] bool, the player to move resigned here."""
+    would_have_resigned: jax.Array
+    """[T, B, 2] bool, a game that could not resign ended here, and this player's root value had fallen below the
+    resignation threshold in it."""
+    false_positive: jax.Array
+    """[T, B, 2] bool, would_have_resigned, yet this player did not lose."""
+    state: State | None = None
+    """With record_states (Reanalyse): [T, B] the game states searched; else None."""
 
 
 SearchFn = Callable[..., SearchOutput]  # search.make_search_fn's (variables, key, states, move_number[, kept])

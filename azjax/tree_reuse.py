@@ -58,9 +58,12 @@ ROOT = mctx.Tree.ROOT_INDEX
 class KeptTree(struct.PyTreeNode):
     """For each of B games, the searched tree rooted at the game's current position (or nothing)."""
 
-    tree: mctx.Tree  # [B, capacity, ...]: nodes 0 .. nodes - 1 in use, node 0 the current position
-    nodes: jax.Array  # [B] int32, nodes in use; 0: nothing kept, the next search starts fresh
-    num_simulations: int = struct.field(pytree_node=False)  # of the next search: `follow` leaves it that much room
+    tree: mctx.Tree
+    """[B, capacity, ...]: nodes 0 .. nodes - 1 in use, node 0 the current position."""
+    nodes: jax.Array
+    """[B] int32, nodes in use; 0: nothing kept, the next search starts fresh."""
+    num_simulations: int = struct.field(pytree_node=False)
+    """The simulations of the next search: `follow` leaves it that much room."""
 
     @property
     def capacity(self) -> int:

@@ -64,10 +64,14 @@ from flax import struct
 class State(struct.PyTreeNode):
     """The fields every game state carries. Games subclass this and add their own board fields."""
 
-    current_player: jax.Array  # [] int32, the player to move (0 moves first)
-    legal_action_mask: jax.Array  # [A] bool, True = legal
-    terminated: jax.Array  # [] bool
-    rewards: jax.Array  # [2] float32, per player id, paid by the last step
+    current_player: jax.Array
+    """[] int32, the player to move (0 moves first)."""
+    legal_action_mask: jax.Array
+    """[A] bool, True = legal."""
+    terminated: jax.Array
+    """[] bool, the game is over."""
+    rewards: jax.Array
+    """[2] float32, per player id, paid by the last step."""
 
 
 @dataclasses.dataclass(frozen=True)

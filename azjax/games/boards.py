@@ -188,7 +188,8 @@ def parse_cell(text: str, width: int, height: int, *, bottom_up: bool = False) -
 class BoardState(State):
     """The state of a stone-placing game: the common fields plus the board."""
 
-    board: jax.Array  # [H * W] int8: 0 empty, 1 = player 0 (X), 2 = player 1 (O); row 0 at the top
+    board: jax.Array
+    """[H * W] int8: 0 empty, 1 = player 0 (X), 2 = player 1 (O); row 0 at the top."""
 
 
 def place_stone(

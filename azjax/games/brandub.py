@@ -259,10 +259,14 @@ DOCUMENT_RULES = {field.name: getattr(DOCUMENT, field.name) for field in datacla
 class BrandubState(State):
     """A Brandub position: the common fields plus the board, the move count and the repetition history."""
 
-    board: jax.Array  # [49] int8: 0 empty, 1 attacker, 2 defender, 3 monarch; row 0 at the top
-    move_count: jax.Array  # [] int32, moves played so far
-    history: jax.Array  # [max(history_size, 1)] uint32, position hashes, the current position's first
-    num_history: jax.Array  # [] int32, how many entries of `history` hold positions
+    board: jax.Array
+    """[49] int8: 0 empty, 1 attacker, 2 defender, 3 monarch; row 0 at the top."""
+    move_count: jax.Array
+    """[] int32, moves played so far."""
+    history: jax.Array
+    """[max(history_size, 1)] uint32, position hashes, the current position's first."""
+    num_history: jax.Array
+    """[] int32, how many entries of `history` hold positions."""
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -203,6 +203,9 @@ class CheckReport:
       symmetries_unchecked: the symmetries under which no start observation was invariant, so that play could not
         check them (their tables were checked).
       seconds: how long the check took, compiling included.
+      num_positions: how many test positions (`check_game(..., positions=...)`) were checked.
+      warnings: one line for each thing that looks wrong but is not an error (a winner paid -1, ...).
+      returns: a one-player game's random episodes' return: (mean, lowest, highest); None for two players.
     """
 
     game: str
@@ -216,7 +219,7 @@ class CheckReport:
     seconds: float
     num_positions: int = 0
     warnings: tuple[str, ...] = ()
-    returns: tuple[float, float, float] | None = None  # a one-player game's: the random episodes' mean, min, max
+    returns: tuple[float, float, float] | None = None
 
     def __str__(self) -> str:
         symmetries = f"{counted(len(self.symmetries_checked), 'symmetry')} checked by play"

@@ -70,10 +70,11 @@ REJECTED_ENVS: dict[str, str] = {
 class PgxState(State):
     """The common fields in azjax's conventions, plus pgx's own state."""
 
-    pgx_state: Any  # the pgx environment's state (a pgx.State pytree)
-    # [] bool: pgx's player 1 moved first, so azjax's player p is pgx's 1 - p. (A bool, not pgx's first player id:
-    # a copy of pgx's current_player at init would share its buffer, which a donating jit refuses.)
+    pgx_state: Any
+    """The pgx environment's state (a pgx.State pytree)."""
     seats_swapped: jax.Array
+    """[] bool: pgx's player 1 moved first, so azjax's player p is pgx's 1 - p. (A bool, not pgx's first player id: a
+    copy of pgx's current_player at init would share its buffer, which a donating jit refuses.)"""
 
 
 def _from_pgx_ids(values: jax.Array, seats_swapped: jax.Array) -> jax.Array:

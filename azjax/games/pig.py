@@ -53,11 +53,16 @@ class PigState(State):
     """A Pig position: the common `State` fields plus the scores, the turn's total, the last roll and the chance
     key."""
 
-    scores: jax.Array  # [2] int32, banked points, by player id
-    turn_total: jax.Array  # [] int32, the mover's points this turn, not banked yet
-    last_roll: jax.Array  # [] int32, the face of the last roll (0: none yet this game)
-    num_moves: jax.Array  # [] int32, decisions played
-    chance_key: jax.Array  # [2] uint32, the key `step` draws the next roll with
+    scores: jax.Array
+    """[2] int32, banked points, by player id."""
+    turn_total: jax.Array
+    """[] int32, the mover's points this turn, not banked yet."""
+    last_roll: jax.Array
+    """[] int32, the face of the last roll (0: none yet this game)."""
+    num_moves: jax.Array
+    """[] int32, decisions played."""
+    chance_key: jax.Array
+    """[2] uint32, the key `step` draws the next roll with."""
 
 
 @dataclasses.dataclass(frozen=True)

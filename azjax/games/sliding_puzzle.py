@@ -56,8 +56,10 @@ class SlidingPuzzleState(State):
     """A sliding-puzzle position: the common `State` fields (player 0 always to move; `rewards[0]` is -1 a move)
     plus the board and the moves played."""
 
-    board: jax.Array  # [N] int8, the tile on each cell (row-major), 0 = the empty cell
-    num_moves: jax.Array  # [] int32, moves played
+    board: jax.Array
+    """[N] int8, the tile on each cell (row-major), 0 = the empty cell."""
+    num_moves: jax.Array
+    """[] int32, moves played."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -31,20 +31,28 @@ class RecordError(ValueError):
 class RecordedGame:
     """One game of a record."""
 
-    players: tuple[str, str]  # by seat: players[0] moved first
-    moves: tuple[int, ...]  # action indices, in order
-    opening_moves: int  # how many of `moves` were the opening's
-    outcome: float  # for players[0]: +1 won, 0 draw, -1 lost
+    players: tuple[str, str]
+    """By seat: players[0] moved first."""
+    moves: tuple[int, ...]
+    """Action indices, in order."""
+    opening_moves: int
+    """How many of `moves` were the opening's."""
+    outcome: float
+    """For players[0]: +1 won, 0 draw, -1 lost."""
 
 
 @dataclasses.dataclass(frozen=True)
 class Record:
     """A file of recorded games."""
 
-    name: str  # what the page calls it: the file's name
-    game: str  # the game's name, as `games.make` takes it
+    name: str
+    """What the page calls it: the file's name."""
+    game: str
+    """The game's name, as `games.make` takes it."""
     agents: tuple[str, ...]
+    """The agents that played, by their specs."""
     games: tuple[RecordedGame, ...]
+    """The games, in the file's order."""
 
     def summary(self) -> dict:
         return {"name": self.name, "game": self.game, "agents": list(self.agents), "num_games": len(self.games)}

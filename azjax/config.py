@@ -138,7 +138,8 @@ class TrainConfig:
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """Everything a training run needs. `azjax train --help` lists every field."""
+    """Everything a training run needs. `azjax train --help` lists every field, as does the reference's page
+    "Every setting of a run"."""
 
     game: str = "tic_tac_toe"  # a registered game (azjax.games.names()), "pgx:<env_id>" or your own "MODULE:FACTORY"
     seed: int = 0  # the run's random seed

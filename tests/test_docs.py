@@ -111,6 +111,16 @@ def test_the_site_builds_strictly(tmp_path):
     assert "data:image/png;base64" in quickstart  # its stored plots, not re-executed
     core = (tmp_path / "api" / "core" / "index.html").read_text()
     assert 'id="azjax.core.run_search"' in core
+    # Every setting of a run, with the help `azjax train --help` gives it (mkdocs_hooks.py writes the table).
+    import html
+
+    from azjax import config
+
+    settings = html.unescape(re.sub(r"<[^>]+>", "", (tmp_path / "api" / "config-fields" / "index.html").read_text()))
+    fields = config.field_paths()
+    assert len(fields) > 50 and "azjax:config-fields" not in settings
+    for path, (_, _, help_text) in fields.items():
+        assert f"--{path}" in settings and help_text.replace("`", "") in settings, path  # code spans unmarked
 
 
 def test_every_exported_name_is_in_the_api_reference_with_a_docstring(package):

@@ -7,7 +7,10 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import shutil
+import subprocess
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -183,10 +186,15 @@ def test_the_planted_blow_up_an_evaluation_with_far_too_many_games(cached, tiny_
 
 @pytest.mark.slow
 def test_the_planted_blow_up_through_the_cli(tiny_overrides, tmp_path):
-    """The same through `azjax train --eval-games`, with the default opponents (their compilation is slow)."""
-    code, out, err = run_cli("train", "--out", tmp_path / "run", "--iterations", "2", "--eval-every", "1",
-                             "--eval-games", str(2**26), "--no-progress", "--no-compile-cache", "--devices", "1",
-                             *cli_args(tiny_overrides))
+    """The same through `azjax train --eval-games`, with the default opponents (their compilation is slow), in a
+    process of its own with a user's compiler settings: with the suite's (tests/tiny.py), XLA's elemental emitter
+    refuses the evaluation's scatter of 2^28 x 9 indices as it compiles, before the memory check could."""
+    env = {**os.environ, "XLA_FLAGS": "--xla_backend_optimization_level=0", "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run(
+        [sys.executable, "-m", "azjax.cli", "train", "--out", str(tmp_path / "run"), "--iterations", "2",
+         "--eval-every", "1", "--eval-games", str(2**26), "--no-progress", "--no-compile-cache", "--devices", "1",
+         *cli_args(tiny_overrides)], capture_output=True, text=True, env=env, timeout=600)
+    code, out, err = done.returncode, done.stdout, done.stderr
     assert code == 0, err
     assert "Traceback" not in out + err
     failed = [line for line in out.splitlines() if "evaluation failed" in line]

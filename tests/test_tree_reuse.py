@@ -271,8 +271,11 @@ def test_reuse_with_nothing_kept_searches_as_without(setting, policy):
     a = plain(variables, jax.random.key(7), states, moves)
     b = reusing(variables, jax.random.key(7), states, moves)
     assert a.tree is None and b.tree is not None and b.tree.capacity == 2 * NUM_SIMULATIONS + 1
-    for name in ("action", "policy_target", "root_value", "visit_counts"):
+    for name in ("action", "visit_counts"):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    # Two programs: under the suite's compiler settings (tests/tiny.py) their floats may differ in the last bit.
+    for name in ("policy_target", "root_value"):
+        np.testing.assert_allclose(getattr(a, name), getattr(b, name), rtol=1e-6, atol=1e-8)
     with pytest.raises(ValueError, match="reuse_tree"):
         plain(variables, jax.random.key(7), states, moves, b.tree)
 

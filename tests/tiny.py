@@ -3,8 +3,8 @@ served as fixtures by conftest.py, and `run_cli`, the `azjax` command run in the
 
 # XLA's flags for every program of the suite (conftest.py sets them; a subprocess with XLA_FLAGS of its own adds
 # them): no LLVM optimisation passes, and the CPU's elemental emitter for fusions instead of its MLIR fusion
-# emitters, which together compile the TINY training iteration in under half the time of the first alone. Floating
-# point results may differ in their last bits from a default build's; every program of the suite compiles alike.
+# emitters: both shorten compilation, which is most of the suite's time. Floating point results may differ in their
+# last bits from a default build's; every program of the suite compiles alike.
 TEST_XLA_FLAGS = "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false"
 
 

@@ -12,23 +12,25 @@ from pathlib import Path
 from azjax import pretrained
 from azjax import solver as solver_lib
 from azjax.agent import Agent, load_agent
-from azjax.bots import Bot, onestep_bot, random_bot
+from azjax.bots import Bot, oneply_bot, onestep_bot, random_bot
 from azjax.games import Game
 from azjax.games import names as game_names
+from azjax.games.pgx_chance import oneply_score
 from azjax.network_bots import alphazero_bot, greedy_bot
 from azjax.perfect import is_pig, perfect_bot, pig_hold_bot
 from azjax.uct import uct_bot
 
 SPEC_HELP = (
     "random, onestep, mcts:N (UCT with N simulations), perfect (small games such as tic_tac_toe, and pig), "
-    "hold:N (pig: rolls until the turn's total reaches N), "
+    "hold:N (pig: rolls until the turn's total reaches N), oneply (pgx:2048's and pgx:backgammon's one-ply greedy "
+    "player: most points merged, best pip count), "
     "greedy:RUN_DIR (the network, no search), az:RUN_DIR[:SIMS][:reuse|:fresh] or just RUN_DIR (the network with "
     "search; :reuse keeps its search tree from move to move, :fresh does not; default: reuse with PUCT only); "
     "RUN_DIR is a run directory, an export, or pretrained:GAME (the agent shipped for GAME; `azjax pretrained` "
     "lists them), and a game's name alone means its shipped agent"
 )
 TREE_SUFFIXES = {":reuse": True, ":fresh": False}  # az:RUN[:SIMS]<suffix>: tree reuse on or off
-BASELINES = ("random", "onestep", "perfect")  # the specs of one word that name no run (besides mcts:N)
+BASELINES = ("random", "onestep", "perfect", "oneply")  # the specs of one word that name no run (besides mcts:N)
 
 
 class SpecError(ValueError):
@@ -111,10 +113,15 @@ def _baseline_bot(spec: str, game: Game | None, solution: solver_lib.Solution | 
             raise SpecError(f"agent {spec!r} is a player of pig (hold once the turn's total reaches N), not of "
                             f"{game.name}")
         return pig_hold_bot(_positive_int(spec.partition(":")[2], spec, "points"), name=spec)
+    if spec == "oneply":
+        try:
+            return oneply_bot(game, oneply_score(game))
+        except ValueError as error:
+            raise SpecError(f"agent 'oneply': {error}") from None
     if game.has_chance and spec != "perfect":
         raise SpecError(f"agent {spec!r} cannot play {game.name}, a game with chance: it looks ahead through "
                         "game.step, which would show it the dice before they are thrown; play random, perfect "
-                        "(where the game is solved) or a trained agent")
+                        "(where the game is solved), oneply (pgx:2048, pgx:backgammon) or a trained agent")
     if spec == "onestep":
         return onestep_bot(game)
     if spec == "perfect":

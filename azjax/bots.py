@@ -8,6 +8,7 @@ position and, where it has them, its value of each move, so that `azjax play` ca
 
     random_bot()                       uniformly random legal moves (`random_agent`, its `AgentFn`)
     onestep_bot(game)                  takes a win in one, else avoids moves that allow a loss in one, else random
+    oneply_bot(game, score)            the move of the highest one-ply score (pgx:2048's points, backgammon's pips)
 
 The other agents live beside the search they use: `uct.uct_bot` (Monte-Carlo tree search with random rollouts),
 `perfect.perfect_bot` (exact solutions), `network_bots.greedy_bot` and `network_bots.alphazero_bot` (a trained
@@ -186,3 +187,47 @@ def onestep_analysis(key: jax.Array, states: State, *, game: Game) -> Analysis:
 def onestep_bot(game: Game) -> Bot:
     """The one-ply tactical player ("onestep"): wins in one, blocks a loss in one, else random."""
     return Bot("onestep", functools.partial(onestep_analysis, game=game))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# One-ply greedy on a game's own score
+
+
+MoveScore = Callable[[State, jax.Array, State], jax.Array]
+"""A one-ply score of a move: `(state, action, after) -> float32 []`, higher better, for the player who moved in
+`state` (unbatched; `after` is the position the move led to)."""
+
+
+def oneply_analysis(key: jax.Array, states: State, *, game: Game, score: MoveScore) -> Analysis:
+    """Plays the legal move of the highest `score`, ties broken at random. Each move is stepped once: in a game with
+    chance with the likeliest outcome of its chance event (`chance_outcomes`' argmax), never the one to come, so
+    `score` should be one the outcome does not change (2048's merged points, backgammon's pip counts: the tile and
+    the dice come after the move). No value estimate."""
+    actions = jnp.arange(game.num_actions, dtype=jnp.int32)
+
+    def move_scores(state: State) -> jax.Array:
+        def one(action: jax.Array) -> jax.Array:
+            if game.has_chance:
+                assert game.chance_outcomes is not None and game.step_outcome is not None
+                likeliest = jnp.argmax(game.chance_outcomes(state, action)).astype(jnp.int32)
+                after = game.step_outcome(state, action, likeliest)
+            else:
+                after = game.step(state, action)
+            return jnp.asarray(score(state, action, after), jnp.float32)
+
+        return jax.vmap(one)(actions)
+
+    legal = states.legal_action_mask
+    scores = jax.vmap(move_scores)(states)  # [B, A]
+    best = legal & (scores >= jnp.max(jnp.where(legal, scores, -jnp.inf), axis=-1, keepdims=True))
+    return Analysis(
+        action=sample_uniform(key, best),
+        policy=uniform_policy(best),
+        value=_unknown(legal.shape[:1]),
+        action_values=_unknown(legal.shape),
+    )
+
+
+def oneply_bot(game: Game, score: MoveScore) -> Bot:
+    """The one-ply greedy player ("oneply"): the move of the highest `score` (see `oneply_analysis`)."""
+    return Bot("oneply", functools.partial(oneply_analysis, game=game, score=score))

@@ -151,12 +151,14 @@ def default_opponents(game: Game | str) -> tuple[str, ...]:
     `agent_specs.make_bot`): random and one-ply tactics; UCT with 100 simulations for games shorter than
     `UCT_MAX_LENGTH` moves (not Brandub, Gomoku 15x15 or Othello 8x8); the perfect player for tic-tac-toe. A
     one-player game's baseline is the random player, whose mean return the run's is set beside. A game with chance
-    plays the random player; Pig the hold-at-20 player and its optimal player too."""
+    plays the random player; Pig the hold-at-20 player and its optimal player too; pgx's 2048 and backgammon the
+    one-ply greedy player ("oneply") too."""
     game = games.make(game) if isinstance(game, str) else game
+    oneply = ("oneply",) if game.name.partition("(")[0] in ("pgx:2048", "pgx:backgammon") else ()
     if game.num_players == 1:
-        return ("random",)
+        return ("random", *oneply)
     if game.has_chance:  # one-ply tactics and UCT would see the dice through game.step; Pig's optimum is known
-        return ("random", "hold:20", "perfect") if is_pig(game) else ("random",)
+        return ("random", "hold:20", "perfect") if is_pig(game) else ("random", *oneply)
     opponents: tuple[str, ...] = ("random", "onestep")
     if game.max_length < UCT_MAX_LENGTH:
         opponents += ("mcts:100",)
@@ -260,10 +262,12 @@ def _episode_evaluator(config: Config, game: Game, specs: Sequence[str], *, num_
     "eval/score") is the agent's mean return, "eval/return_stderr" its standard error, "eval/return/<baseline>"
     each baseline's; where the game has exact solutions (`yardstick`), the agent's share solved and solved in the
     fewest moves ("eval/solved", "eval/solved_optimally", "eval/excess_moves")."""
-    unknown = [spec for spec in specs if spec != "random"]
+    baselines = default_opponents(game)  # the random player, and oneply where the game has one
+    unknown = [spec for spec in specs if spec not in baselines]
     if unknown:
-        raise ValueError(f"{game.name} is a one-player game: its evaluation sets the run's agent beside the random "
-                         f"player; {', '.join(unknown)} cannot play it (leave --eval-opponents out)")
+        raise ValueError(f"{game.name} is a one-player game: its evaluation sets the run's agent beside the baseline "
+                         f"players ({', '.join(baselines)}); {', '.join(unknown)} cannot play it (leave "
+                         "--eval-opponents out)")
     evaluate = jax.jit(functools.partial(_evaluate_episodes, config=config, game=game, specs=tuple(specs),
                                          num_games=num_games, num_simulations=num_simulations, network=network))
     exact = yardstick(game)

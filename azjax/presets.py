@@ -112,6 +112,36 @@ def _preset_pig_cpu() -> Config:
     )
 
 
+def _preset_pgx_2048_cpu() -> Config:
+    # pgx's 2048: one player, 4 moves, a tile drawn after each (32 outcomes, every one valued by the network when a
+    # move is expanded, so a simulation costs 33 evaluations); games of hundreds of moves that pay thousands of
+    # points. PUCT over the chance nodes at 8 simulations; unfinished games kept until they end (a game's positions
+    # wait for its return), room for every game to its move limit. Measured: experiments/studies/pgx_chance/README.md.
+    return Config(
+        game="pgx:2048",
+        num_iterations=300,
+        network=NetworkConfig(num_blocks=2, num_channels=32, value_channels=4),
+        search=SearchConfig(num_simulations=8, policy="puct"),
+        selfplay=SelfPlayConfig(num_games=64, num_steps=32, keep_unfinished=True),
+        train=dataclasses.replace(CPU_TRAIN, num_sgd_steps=64, replay_capacity=131072),
+    )
+
+
+def _preset_pgx_backgammon_cpu() -> Config:
+    # pgx's backgammon: 156 micro-moves (a checker by one die), two to four a turn, the dice (21 rolls) thrown when
+    # the turn ends; about 200 micro-moves a game between random players. The observation is one cell of 34
+    # features, so a value head of 32 channels (as Pig's); PUCT over the chance nodes at 8 simulations; unfinished
+    # games kept. Measured: experiments/studies/pgx_chance/README.md.
+    return Config(
+        game="pgx:backgammon",
+        num_iterations=300,
+        network=NetworkConfig(num_blocks=2, num_channels=64, value_channels=32),
+        search=SearchConfig(num_simulations=8, policy="puct"),
+        selfplay=SelfPlayConfig(num_games=128, num_steps=32, keep_unfinished=True),
+        train=dataclasses.replace(CPU_TRAIN, num_sgd_steps=128, replay_capacity=262144),
+    )
+
+
 def _preset_brandub_cpu() -> Config:
     # Brandub: 1176 actions (from-square x direction x distance), random games last about 50 moves, 200 at most;
     # CPU_TRAIN with unfinished games kept (measured: experiments/studies/presets/README.md).
@@ -238,6 +268,8 @@ PRESETS: dict[tuple[str, str], typing.Callable[[], Config]] = {
     ("othello6", "cpu"): _preset_othello6_cpu,
     ("othello", "gpu"): _preset_othello_gpu,
     ("pig", "cpu"): _preset_pig_cpu,
+    ("pgx:2048", "cpu"): _preset_pgx_2048_cpu,
+    ("pgx:backgammon", "cpu"): _preset_pgx_backgammon_cpu,
 }
 
 

@@ -153,10 +153,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _list_games() -> int:
     from azjax import games
-    from azjax.games.pgx_adapter import SUPPORTED_ENVS
+    from azjax.games.pgx_adapter import supported_envs
 
     print("\n".join(games.names()))
-    print(f"pgx:<env_id> with pip install 'azjax[pgx]', env_id one of: {', '.join(sorted(SUPPORTED_ENVS))}")
+    print(f"pgx:<env_id> with pip install 'azjax[pgx]', env_id one of: {', '.join(sorted(supported_envs()))}")
     print("MODULE:FACTORY for a game of your own, e.g. hex5:make_hex5 (README: Your own game)")
     return 0
 

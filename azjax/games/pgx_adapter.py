@@ -1,4 +1,5 @@
-"""`from_pgx(env_id)`: a two-player, deterministic, perfect-information pgx environment as an azjax `Game`.
+"""`from_pgx(env_id)`: a pgx environment of perfect information as an azjax `Game`: the two-player deterministic
+ones here, 2048 (one player) and backgammon (two) with their chance events split out in `azjax.games.pgx_chance`.
 
 >>> game = from_pgx("go_9x9")          # also games.make("pgx:go_9x9") and `azjax train --game pgx:go_9x9`
 >>> check_game(game)
@@ -18,8 +19,10 @@ How pgx's conventions are brought to azjax's protocol (see `azjax.games.base`):
   own, with their own outcome (Go scores the board; the chess variants draw).
 * Length. `max_length` is the environment's documented bound (`SUPPORTED_ENVS`) unless given; a game still
   running after `max_length` moves ends there as a draw, so a smaller `max_length` shortens the game.
-* Observations are pgx's (from the side to move), cast to float32. pgx's keys: the supported environments are
-  deterministic, so `step` needs none; stochastic or imperfect-information environments are rejected.
+* Observations are pgx's (from the side to move), cast to float32. pgx's keys: the environments played here are
+  deterministic, so `step` needs none; 2048 and backgammon draw their chance events from a key the state carries
+  (`azjax.games.pgx_chance`); environments with hidden information or more than two players are rejected
+  (`REJECTED_ENVS`), and MinAtar's (one player, sticky actions drawn inside pgx's step) too.
 * Symmetries are not provided (pgx does not expose them); `render` is a text summary, and `draw` is pgx's own
   SVG picture of the board (`state.pgx_state.to_svg()`), with the last move and annotations written below it as
   text (pgx's picture has no place for them). Moves are named by their action numbers.
@@ -56,13 +59,11 @@ SUPPORTED_ENVS: dict[str, int] = {
 """The pgx environments `from_pgx` accepts, with the length bound used as `max_length` by default."""
 
 REJECTED_ENVS: dict[str, str] = {
-    "backgammon": "it is stochastic (dice)",
     "kuhn_poker": "it is stochastic and has hidden information",
     "leduc_holdem": "it is stochastic and has hidden information",
     "bridge_bidding": "it has four players and hidden information",
     "sparrow_mahjong": "it has three players and hidden information",
     "mahjong": "it has four players and hidden information",
-    "2048": "it is a stochastic one-player game",
 }
 """pgx environments that cannot be azjax games, each with the reason (named in the error when one is asked for)."""
 
@@ -158,31 +159,50 @@ def _import_pgx() -> Any:
     return pgx
 
 
+def supported_envs() -> tuple[str, ...]:
+    """Every pgx environment the adapter plays: the deterministic ones (`SUPPORTED_ENVS`) and those with chance
+    (`azjax.games.pgx_chance.CHANCE_ENVS`)."""
+    from azjax.games.pgx_chance import CHANCE_ENVS
+
+    return (*SUPPORTED_ENVS, *CHANCE_ENVS)
+
+
 def check_env_id(env_id: str) -> None:
     """Raises ValueError, saying why, unless the adapter plays pgx's environment `env_id` (pgx is not needed)."""
+    from azjax.games.pgx_chance import CHANCE_ENVS
+
+    if env_id in CHANCE_ENVS:
+        return
     if env_id in REJECTED_ENVS or env_id.startswith("minatar"):
-        reason = REJECTED_ENVS.get(env_id, "it is a one-player game")
+        reason = REJECTED_ENVS.get(env_id, "MinAtar's sticky actions and spawns are drawn inside pgx's step, a chance "
+                                           "event the adapter does not split out")
         raise ValueError(
-            f"pgx environment {env_id!r} cannot be an azjax game: {reason}; azjax plays two-player, "
-            f"deterministic, perfect-information games: {', '.join(SUPPORTED_ENVS)}"
+            f"pgx environment {env_id!r} cannot be an azjax game: {reason}; azjax plays pgx's games of one or two "
+            f"players with perfect information: {', '.join(supported_envs())}"
         )
     if env_id not in SUPPORTED_ENVS:
-        raise ValueError(f"unknown pgx environment {env_id!r}; supported: {', '.join(SUPPORTED_ENVS)}")
+        raise ValueError(f"unknown pgx environment {env_id!r}; supported: {', '.join(supported_envs())}")
 
 
 def from_pgx(env_id: str, *, max_length: int | None = None) -> Game:
-    """The pgx environment `env_id` as an azjax `Game` named "pgx:<env_id>"; see the module docstring.
+    """The pgx environment `env_id` as an azjax `Game` named "pgx:<env_id>"; see the module docstring (and, for
+    2048 and backgammon, `azjax.games.pgx_chance`'s).
 
     Args:
-      env_id: one of `SUPPORTED_ENVS` (pgx's ids, e.g. "go_9x9", "chess", "othello").
+      env_id: one of `SUPPORTED_ENVS` (pgx's ids, e.g. "go_9x9", "chess", "othello") or of
+        `azjax.games.pgx_chance.CHANCE_ENVS` ("2048", "backgammon").
       max_length: the move limit (a game still running after it is drawn); the environment's own bound by
         default.
     Raises:
       ImportError: when pgx is not installed (the message says how to install it).
-      ValueError: for an environment that is stochastic, has hidden information or not two players, or that
-        the adapter does not know, and for a max_length below 1.
+      ValueError: for an environment that has hidden information or more than two players (or MinAtar's), or
+        that the adapter does not know, and for a max_length below 1.
     """
     check_env_id(env_id)
+    from azjax.games import pgx_chance
+
+    if env_id in pgx_chance.CHANCE_ENVS:
+        return pgx_chance.from_pgx_chance(env_id, max_length=max_length)
     if max_length is None:
         max_length = SUPPORTED_ENVS[env_id]
     if not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < 1:
@@ -211,4 +231,5 @@ def from_pgx(env_id: str, *, max_length: int | None = None) -> Game:
     )
 
 
-__all__ = ["INSTALL_HINT", "REJECTED_ENVS", "SUPPORTED_ENVS", "MissingDependencyError", "PgxState", "from_pgx"]
+__all__ = ["INSTALL_HINT", "REJECTED_ENVS", "SUPPORTED_ENVS", "MissingDependencyError", "PgxState", "from_pgx",
+           "supported_envs"]

@@ -86,6 +86,7 @@ def compute_loss(
     reply_policy_weight: float = 0.0,
     value_target_mix: float = 0.0,
     return_bounds: tuple[float, float] = (-1.0, 1.0),
+    return_scaling: str = "linear",
 ) -> tuple[jax.Array, tuple[dict, dict]]:
     """The AlphaZero loss on a batch [N]: policy cross-entropy + `value_loss_weight` x value MSE + `weight_decay` x
     the L2 norm of the kernels (leave it 0 with an optimizer that decays weights itself, such as adamw).
@@ -98,8 +99,9 @@ def compute_loss(
     fast search's (playout-cap randomisation) is all zeros and counts for nothing, as does the reply target of a
     game's last move.
 
-    Value targets are returns in the game's units; `return_bounds` (`Game.return_bounds`) maps them into the
-    network's [-1, 1] (`games.return_to_value`) before the MSE, which is then in the network's units.
+    Value targets are returns in the game's units; `return_bounds` and `return_scaling` (`Game.return_bounds`,
+    `Game.return_scaling`) map them into the network's [-1, 1] (`games.return_to_value`) before the MSE, which is
+    then in the network's units.
 
     Returns the total loss and (metrics, updated batch-norm statistics: {} for a network without batch norm).
     """
@@ -110,7 +112,7 @@ def compute_loss(
         mutable=["batch_stats", "intermediates"] if reply or wdl else ["batch_stats"],
     )
     policy_loss = policy_cross_entropy(logits, batch.policy_target)
-    value_loss = jnp.mean(jnp.square(value - return_to_value(return_bounds, batch.value_target)))
+    value_loss = jnp.mean(jnp.square(value - return_to_value(return_bounds, batch.value_target, return_scaling)))
     value_term = value_loss
     kernel_leaves = jax.tree.leaves(jax.tree.map(lambda x, is_kernel: x if is_kernel else None, params,
                                                  kernels(params)))

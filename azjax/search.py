@@ -93,7 +93,8 @@ def evaluate_states(apply_fn: ApplyFn, variables: dict, game: Game, states: Stat
     in the game's units (`games.value_to_return`: the network's [-1, 1] onto the game's `return_bounds`)."""
     observations = jax.vmap(game.observe)(states)
     logits, value = apply_fn(variables, observations)
-    return masked_logits(logits, states.legal_action_mask), value_to_return(game.return_bounds, value)
+    returns = value_to_return(game.return_bounds, value, game.return_scaling)
+    return masked_logits(logits, states.legal_action_mask), returns
 
 
 def _recurrent_fn(

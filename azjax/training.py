@@ -200,13 +200,15 @@ def train_step(
     config: TrainConfig,
     progress: jax.Array | float = 0.0,
     return_bounds: tuple[float, float] = (-1.0, 1.0),
+    return_scaling: str = "linear",
 ) -> tuple[TrainState, dict]:
     """A run's SGD step (`learning.sgd_step` on `learning.compute_loss`) at the learning rate of `progress` (the
     share of the run's budget spent, see `learning_rate`; `optimizer` is `make_optimizer`'s, at a unit rate);
-    returns the new state and the loss metrics, with "learning_rate". `return_bounds`: the game's
-    (`Game.return_bounds`), which the value targets are mapped from into the network's [-1, 1]."""
+    returns the new state and the loss metrics, with "learning_rate". `return_bounds`, `return_scaling`: the game's
+    (`Game.return_bounds`, `Game.return_scaling`), which map the value targets into the network's [-1, 1]."""
     rate = learning_rate(config, train_state.step, jnp.asarray(progress))
-    loss_fn = functools.partial(compute_loss, network=network, return_bounds=return_bounds, **loss_options(config))
+    loss_fn = functools.partial(compute_loss, network=network, return_bounds=return_bounds,
+                                return_scaling=return_scaling, **loss_options(config))
     new_state, metrics = sgd_step(
         train_state, batch, loss_fn=loss_fn,
         optimizer=optimizer, update_scale=rate,
@@ -373,7 +375,7 @@ def run_sgd_steps(
                               surprise_weight=config.train.policy_surprise_weight)
         new_state, metrics = train_step(
             state, split_batch(batch, mesh), network=parts.network, optimizer=parts.optimizer, config=config.train,
-            progress=progress, return_bounds=parts.game.return_bounds,
+            progress=progress, return_bounds=parts.game.return_bounds, return_scaling=parts.game.return_scaling,
         )
         new_state = jax.tree.map(lambda new, old: jnp.where(taken, new, old), new_state, state)
         return new_state, {**metrics, "taken": taken}

@@ -40,6 +40,26 @@ def test_returns_and_network_values_map_both_ways():
     np.testing.assert_allclose(games.return_to_value((-40.0, 0.0), returns), values, atol=1e-6)
 
 
+def test_the_sqrt_scaling_maps_returns_both_ways_and_spreads_the_small_ones():
+    """Game.return_scaling "sqrt": MuZero's h before the linear map, the bounds onto -1 and 1, the maps inverse to
+    each other, and small returns of a wide range further from -1 than the linear map puts them."""
+    bounds = (0.0, 95_834.0)
+    values = jnp.linspace(-1.0, 1.0, 41)
+    returns = games.value_to_return(bounds, values, "sqrt")
+    np.testing.assert_allclose(returns[np.array([0, 40])], bounds, rtol=1e-5, atol=1e-2)
+    assert np.all(np.diff(np.asarray(returns)) > 0)
+    np.testing.assert_allclose(games.return_to_value(bounds, returns, "sqrt"), values, atol=2e-5)
+    h = lambda x: np.sqrt(x + 1.0) - 1.0 + 1e-3 * x  # noqa: E731  MuZero's h for x >= 0
+    np.testing.assert_allclose(games.return_to_value(bounds, jnp.float32(2000.0), "sqrt"),
+                               2.0 * h(2000.0) / h(bounds[1]) - 1.0, rtol=1e-5)
+    assert float(games.return_to_value(bounds, jnp.float32(2000.0), "sqrt")) > -0.8 > float(
+        games.return_to_value(bounds, jnp.float32(2000.0)))
+    with pytest.raises(ValueError, match="return_scaling 'log'"):
+        dataclasses.replace(games.make("sliding_puzzle"), return_scaling="log")
+    with pytest.raises(ValueError, match="linear for a two-player game"):
+        dataclasses.replace(games.make("tic_tac_toe"), return_scaling="sqrt")
+
+
 @pytest.mark.parametrize("board, first_move, fewest", [
     ("1 2 3\n4 5 6\n7 . 8", "right", 1),
     ("1 2 3\n4 5 6\n. 7 8", "right", 2),

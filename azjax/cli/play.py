@@ -45,12 +45,14 @@ def _one_player_game(name: str | None):
 
 def _untrained_agent(game) -> str:
     """The agent `azjax play` picks for a game without a shipped one: UCT, or for a game with chance (which UCT
-    cannot look ahead in) Pig's perfect player, else random."""
-    from azjax import perfect
+    cannot look ahead in) Pig's perfect player, pgx's backgammon's one-ply greedy player, else random."""
+    from azjax import evaluation, perfect
 
     if not game.has_chance:
         return "mcts:1000"
-    return "perfect" if perfect.is_pig(game) else "random"
+    if perfect.is_pig(game):
+        return "perfect"
+    return "oneply" if "oneply" in evaluation.default_opponents(game) else "random"
 
 
 def run(args: argparse.Namespace) -> int:

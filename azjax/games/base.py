@@ -142,6 +142,9 @@ class Game(Generic[S]):
         a two-player game (its outcome). The network's value head predicts in [-1, 1]; the search and the loss map
         that range onto these bounds (`value_to_return`, `return_to_value`), so a one-player game may pay its own
         units (e.g. -1 a move, bounds (-max_length, 0)).
+      return_scaling: how returns map onto the network's [-1, 1] (`RETURN_SCALINGS`): "linear" (the default), or
+        "sqrt" (MuZero's h first) for a one-player game whose bounds are far wider than its usual returns
+        (pgx:2048's: thousands of points within bounds of about 96,000).
       draw: `draw(state, *, last_move=None, annotations=None) -> str`, a standalone SVG document (a string
         starting with "<svg") of one unbatched, concrete state: the board, the pieces, the move `last_move` (an
         action index) that led to it highlighted, and `annotations`, a mapping {action index: short text} (e.g. a
@@ -166,6 +169,7 @@ class Game(Generic[S]):
     draw: Callable[..., str] | None = None
     num_players: int = 2
     return_bounds: tuple[float, float] = (-1.0, 1.0)
+    return_scaling: str = "linear"
     num_chance_outcomes: int = 0
     chance_outcomes: Callable[[S, jax.Array], jax.Array] | None = None
     step_outcome: Callable[[S, jax.Array, jax.Array], S] | None = None
@@ -189,34 +193,65 @@ class Game(Generic[S]):
         if not (np.isfinite(low) and np.isfinite(high) and low < high):
             raise ValueError(f"game {self.name!r}: return_bounds {self.return_bounds!r} must be two finite numbers, "
                              "low < high")
+        if self.return_scaling not in RETURN_SCALINGS or (self.num_players == 2 and self.return_scaling != "linear"):
+            raise ValueError(f"game {self.name!r}: return_scaling {self.return_scaling!r} must be one of "
+                             f"{', '.join(RETURN_SCALINGS)}, and linear for a two-player game")
         if self.num_players == 2 and tuple(self.return_bounds) != (-1.0, 1.0):
             raise ValueError(f"game {self.name!r}: a two-player game's returns are its outcome, in (-1, 1); "
                              f"return_bounds {self.return_bounds!r} is for one-player games (num_players=1)")
 
 
-def _scaled(bounds: tuple[float, float]) -> tuple[float, float] | None:
-    """`bounds` as floats where they are not the network's own [-1, 1] (else None: no mapping at all)."""
+RETURN_SCALINGS = ("linear", "sqrt")
+"""The maps of a game's returns onto the network's [-1, 1] (`Game.return_scaling`): "linear", or "sqrt", MuZero's
+invertible h(x) = sign(x) (sqrt(|x| + 1) - 1) + 0.001 x before the linear map, which spreads the small returns of a
+wide range over more of the value's span."""
+
+_H_EPSILON = 1e-3
+
+
+def _h(x: Any) -> Any:
+    """MuZero's value scaling h(x) = sign(x) (sqrt(|x| + 1) - 1) + eps x (numpy or jax)."""
+    xp = jnp if isinstance(x, jax.Array) else np
+    return xp.sign(x) * (xp.sqrt(xp.abs(x) + 1.0) - 1.0) + _H_EPSILON * x
+
+
+def _h_inverse(y: jax.Array) -> jax.Array:
+    """The inverse of `_h` (MuZero's appendix: h is strictly increasing, and this is its closed-form inverse)."""
+    root = (jnp.sqrt(1.0 + 4.0 * _H_EPSILON * (jnp.abs(y) + 1.0 + _H_EPSILON)) - 1.0) / (2.0 * _H_EPSILON)
+    return jnp.sign(y) * (jnp.square(root) - 1.0)
+
+
+def _scaled(bounds: tuple[float, float], scaling: str = "linear") -> tuple[float, float] | None:
+    """`bounds` as floats (through h for "sqrt") where they are not the network's own [-1, 1] under the linear map
+    (else None: no mapping at all)."""
+    if scaling not in RETURN_SCALINGS:
+        raise ValueError(f"return scaling {scaling!r}: expected one of {', '.join(RETURN_SCALINGS)}")
     low, high = (float(bound) for bound in bounds)
+    if scaling == "sqrt":
+        return float(_h(np.float64(low))), float(_h(np.float64(high)))
     return None if (low, high) == (-1.0, 1.0) else (low, high)
 
 
-def value_to_return(bounds: tuple[float, float], value: jax.Array) -> jax.Array:
-    """A network's value (in [-1, 1]) as a return of a game whose `return_bounds` are `bounds` (unchanged for the
-    default bounds, (-1, 1))."""
-    scaled = _scaled(bounds)
+def value_to_return(bounds: tuple[float, float], value: jax.Array, scaling: str = "linear") -> jax.Array:
+    """A network's value (in [-1, 1]) as a return of a game whose `return_bounds` are `bounds` and whose
+    `return_scaling` is `scaling` (unchanged for the default bounds, (-1, 1), and the linear scaling)."""
+    scaled = _scaled(bounds, scaling)
     if scaled is None:
         return value
     low, high = scaled
-    return low + (value + 1.0) * (0.5 * (high - low))
+    mapped = low + (value + 1.0) * (0.5 * (high - low))
+    return _h_inverse(jnp.asarray(mapped)) if scaling == "sqrt" else mapped
 
 
-def return_to_value(bounds: tuple[float, float], returns: jax.Array) -> jax.Array:
-    """The inverse of `value_to_return`: a return of a game whose `return_bounds` are `bounds` in the network's
-    units, [-1, 1] for returns within the bounds."""
-    scaled = _scaled(bounds)
+def return_to_value(bounds: tuple[float, float], returns: jax.Array, scaling: str = "linear") -> jax.Array:
+    """The inverse of `value_to_return`: a return of a game whose `return_bounds` are `bounds` (and
+    `return_scaling` `scaling`) in the network's units, [-1, 1] for returns within the bounds."""
+    scaled = _scaled(bounds, scaling)
     if scaled is None:
         return returns
     low, high = scaled
+    if scaling == "sqrt":
+        returns = _h(jnp.asarray(returns))
     return (returns - low) * (2.0 / (high - low)) - 1.0
 
 

@@ -251,3 +251,23 @@ def test_oneply_plays_these_two_games_only(pgx) -> None:
 
     assert default_opponents("pgx:2048") == ("random", "oneply")
     assert default_opponents("pgx:backgammon") == ("random", "oneply")
+
+
+def test_backgammon_is_told_with_its_board_and_dice(pgx) -> None:
+    from azjax.cli.play import _untrained_agent
+
+    game = chance_game("pgx:backgammon")
+    state = game.init(jax.random.key(0))
+    text = game.render(state)
+    dice = sorted(int(d) + 1 for d in np.asarray(state.pgx_state._dice))
+    assert f"dice to play {dice}" in text and "0:X2" in text and "23:O2" in text, text
+    assert _untrained_agent(game) == "oneply" and _untrained_agent(chance_game("pgx:2048")) == "oneply"
+
+
+def test_2048_maps_its_points_through_the_sqrt_scaling_unless_told_otherwise(pgx) -> None:
+    game = chance_game("pgx:2048")
+    assert game.return_scaling == "sqrt" and game.return_bounds == (0.0, 95_834.0)
+    linear = from_pgx("2048", return_scaling="linear")
+    assert linear.name == "pgx:2048(return_scaling=linear)" and linear.return_scaling == "linear"
+    with pytest.raises(ValueError, match="return_scaling is an option of 2048"):
+        from_pgx("backgammon", return_scaling="sqrt")

@@ -21,7 +21,8 @@ GAME_HELP = (
 AGENT_HELP = (
     "random | onestep (takes a win, blocks a loss in one) | mcts:N (UCT with random rollouts, N simulations) | "
     "perfect (exact: tic_tac_toe, pig; connect_four from 10 stones on) | hold:N (pig: rolls until the turn's total "
-    "reaches N, then holds) | greedy:RUN_DIR (the network, no search) | "
+    "reaches N, then holds) | oneply (pgx:2048, pgx:backgammon: the one-ply greedy player, most points merged, "
+    "best pip count) | greedy:RUN_DIR (the network, no search) | "
     "az:RUN_DIR[:SIMS][:reuse|:fresh] or RUN_DIR "
     "(the network with search; :reuse keeps its search tree from move to move, following both sides' moves, "
     ":fresh searches every position anew; default: reuse with PUCT, where it wins at equal time, not with Gumbel)"

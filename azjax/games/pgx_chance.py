@@ -29,7 +29,7 @@ game with chance does (`azjax.games.base.chance_game_steps`).
   smaller first (which changes no legal move and no later state otherwise). The winner's reward is +1 and the
   loser's -1: a gammon or a backgammon, which pgx pays 2 or 3 points, counts as one win here. The game ends
   drawn after `max_length` micro-moves (default 1,000: of 10,000 games between random players the longest took
-  852, experiments/studies/pgx_chance/game_lengths.py; but 17% of the games of random against the one-ply greedy
+  852, experiments/studies/pgx_chance/pgx_game_lengths.py; but 17% of the games of random against the one-ply greedy
   player, which hits whenever it can, reached it, experiments/studies/pgx_chance/results/). The opening roll and
   who moves first come from `init`'s key, as in pgx.
 

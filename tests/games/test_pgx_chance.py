@@ -271,3 +271,15 @@ def test_2048_maps_its_points_through_the_sqrt_scaling_unless_told_otherwise(pgx
     assert linear.name == "pgx:2048(return_scaling=linear)" and linear.return_scaling == "linear"
     with pytest.raises(ValueError, match="return_scaling is an option of 2048"):
         from_pgx("backgammon", return_scaling="sqrt")
+
+
+def test_the_study_scripts_report_lengths_and_2048_s_tiles(pgx, load_experiment, capsys) -> None:
+    """experiments/studies/pgx_chance: random games' lengths against the move limits, and 2048's judge."""
+    with load_experiment("pgx_game_lengths") as script:
+        script.main(["--games", "8"])
+    with load_experiment("judge_2048") as script:
+        script.main(["--agents", "oneply", "random", "--games", "4"])
+    out = capsys.readouterr().out
+    assert "pgx:2048: max_length 2000" in out and "pgx:backgammon: max_length 1000" in out, out
+    assert "at the limit 0" in out and out.count("ended on their own 8 of 8") == 2, out
+    assert "oneply" in out and "random" in out and "512" in out, out

@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import argparse
 import platform
+import sys
 import time
+from pathlib import Path
 
 import jax
 import numpy as np
 
 from azjax import agent_specs, episodes, games
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # experiments/, for the shared benchmark module
+from benchmark import run_main
 
 TILES = (512, 1024, 2048)
 
@@ -33,13 +38,13 @@ def judge(game: games.Game, spec: str, starts, key: jax.Array) -> dict[str, floa
     return result
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run", nargs="?", help="a run directory or export of pgx:2048 (its search and its network)")
     parser.add_argument("--games", type=int, default=200, help="starts every agent plays (default 200)")
     parser.add_argument("--agents", nargs="*", help="agent specs (default: RUN, greedy:RUN, oneply, random)")
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     agents = args.agents or ([args.run, f"greedy:{args.run}"] if args.run else []) + ["oneply", "random"]
     game = games.make("pgx:2048")
     init_key, play_key = jax.random.split(jax.random.key(args.seed))
@@ -57,4 +62,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

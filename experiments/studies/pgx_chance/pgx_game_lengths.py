@@ -1,6 +1,6 @@
 """How long random games of pgx's 2048 and backgammon last, in moves, against the adapter's move limits.
 
-    python experiments/studies/pgx_chance/game_lengths.py --games 10000
+    python experiments/studies/pgx_chance/pgx_game_lengths.py --games 10000
 
 Plays `--games` games of uniformly random legal moves of each game (azjax.games.pgx_chance, its own `step` and
 chance draws) to its `max_length`, and prints the mean, the longest and how many the limit ended.
@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import argparse
 import platform
+import sys
 import time
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from azjax import games
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # experiments/, for the shared benchmark module
+from benchmark import run_main
 
 
 def random_game_lengths(game: games.Game, num_games: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -43,11 +48,11 @@ def random_game_lengths(game: games.Game, num_games: int, seed: int = 0) -> tupl
     return np.asarray(lengths), np.asarray(ended)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, default=10_000, help="random games of each (default 10,000)")
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     print(f"# {time.strftime('%Y-%m-%d')}, {platform.machine()} CPU x {jax.local_device_count()} device(s), "
           f"jax {jax.__version__}; {args.games} random games of each")
     for name in ("pgx:2048", "pgx:backgammon"):
@@ -60,4 +65,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

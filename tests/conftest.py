@@ -145,10 +145,10 @@ def load_experiment():
 # The modules that take the most of a worker's time (from `--durations`), run first: under `pytest -n auto --dist
 # loadfile` each module goes whole to one worker in collection order, and one of them started last keeps a worker
 # busy after the other has finished everything else.
-LONGEST_FIRST = ("test_checkpointing.py", "test_tree_reuse.py", "test_evaluation.py", "test_selfplay.py",
-                 "test_pig.py", "test_gomoku.py", "test_othello.py", "test_bots.py", "test_your_own_game.py",
-                 "test_one_player.py", "test_pretrained.py", "test_core.py", "test_data_parallel.py",
-                 "test_search.py")
+LONGEST_FIRST = ("test_pgx_chance.py", "test_checkpointing.py", "test_tree_reuse.py", "test_evaluation.py",
+                 "test_selfplay.py", "test_pig.py", "test_gomoku.py", "test_othello.py", "test_bots.py",
+                 "test_your_own_game.py", "test_one_player.py", "test_pretrained.py", "test_core.py",
+                 "test_data_parallel.py", "test_search.py")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -184,7 +184,7 @@ def check_env_id(env_id: str) -> None:
         raise ValueError(f"unknown pgx environment {env_id!r}; supported: {', '.join(supported_envs())}")
 
 
-def from_pgx(env_id: str, *, max_length: int | None = None, **options: Any) -> Game:
+def from_pgx(env_id: str, *, max_length: int | None = None, return_scaling: str | None = None) -> Game:
     """The pgx environment `env_id` as an azjax `Game` named "pgx:<env_id>"; see the module docstring (and, for
     2048 and backgammon, `azjax.games.pgx_chance`'s).
 
@@ -193,8 +193,8 @@ def from_pgx(env_id: str, *, max_length: int | None = None, **options: Any) -> G
         `azjax.games.pgx_chance.CHANCE_ENVS` ("2048", "backgammon").
       max_length: the move limit (a game still running after it is drawn); the environment's own bound by
         default.
-      options: options of a game with chance (`azjax.games.pgx_chance.from_pgx_chance`: 2048's
-        `return_scaling`); none for the others.
+      return_scaling: 2048's `Game.return_scaling` (`azjax.games.pgx_chance.from_pgx_chance`); no other
+        environment takes it.
     Raises:
       ImportError: when pgx is not installed (the message says how to install it).
       ValueError: for an environment that has hidden information or more than two players (or MinAtar's), or
@@ -204,9 +204,9 @@ def from_pgx(env_id: str, *, max_length: int | None = None, **options: Any) -> G
     from azjax.games import pgx_chance
 
     if env_id in pgx_chance.CHANCE_ENVS:
-        return pgx_chance.from_pgx_chance(env_id, max_length=max_length, **options)
-    if options:
-        raise ValueError(f"pgx environment {env_id!r} takes max_length alone, not {', '.join(options)}")
+        return pgx_chance.from_pgx_chance(env_id, max_length=max_length, return_scaling=return_scaling)
+    if return_scaling is not None:
+        raise ValueError(f"return_scaling is an option of pgx's 2048, a one-player game, not of {env_id!r}")
     if max_length is None:
         max_length = SUPPORTED_ENVS[env_id]
     if not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < 1:

@@ -227,7 +227,7 @@ def test_they_train_evaluate_and_resume(pgx, tmp_path, env_id: str) -> None:
 
 def test_the_one_ply_greedy_players_beat_random(pgx) -> None:
     """"oneply": 2048's (most points merged) scores more than random over the same 64 starts; backgammon's (best
-    pip count) wins more than half of 64 games against random, both seats."""
+    pip count) scores over 0.6 in 16 games against random, both seats."""
     from azjax import agent_specs, arena, episodes
 
     game = chance_game("pgx:2048")
@@ -238,7 +238,7 @@ def test_the_one_ply_greedy_players_beat_random(pgx) -> None:
     assert float(np.mean(greedy.returns)) > 1.2 * float(np.mean(random.returns)) > 0
     backgammon = chance_game("pgx:backgammon")
     result = arena.play(jax.random.key(2), backgammon, agent_specs.make_bot("oneply", backgammon),
-                        agent_specs.make_bot("random", backgammon), 64)
+                        agent_specs.make_bot("random", backgammon), 16)  # 0.881 over 1,100 (the study's record)
     assert result.score > 0.6, result
 
 
@@ -273,6 +273,7 @@ def test_2048_maps_its_points_through_the_sqrt_scaling_unless_told_otherwise(pgx
         from_pgx("backgammon", return_scaling="sqrt")
 
 
+@pytest.mark.slow
 def test_the_study_scripts_report_lengths_and_2048_s_tiles(pgx, load_experiment, capsys) -> None:
     """experiments/studies/pgx_chance: random games' lengths against the move limits, and 2048's judge."""
     with load_experiment("pgx_game_lengths") as script:

@@ -29,6 +29,7 @@ from azjax.agent_specs import make_bot
 from azjax.bots import AgentFn, Bot, random_agent
 from azjax.config import Config
 from azjax.games import Game, State
+from azjax.games.pgx_chance import ONEPLY_SCORES
 from azjax.games.pig import PigState
 from azjax.network_bots import alphazero_bot, greedy_bot
 from azjax.perfect import (
@@ -154,7 +155,7 @@ def default_opponents(game: Game | str) -> tuple[str, ...]:
     plays the random player; Pig the hold-at-20 player and its optimal player too; pgx's 2048 and backgammon the
     one-ply greedy player ("oneply") too."""
     game = games.make(game) if isinstance(game, str) else game
-    oneply = ("oneply",) if game.name.partition("(")[0] in ("pgx:2048", "pgx:backgammon") else ()
+    oneply = ("oneply",) if game.name.partition("(")[0] in ONEPLY_SCORES else ()
     if game.num_players == 1:
         return ("random", *oneply)
     if game.has_chance:  # one-ply tactics and UCT would see the dice through game.step; Pig's optimum is known

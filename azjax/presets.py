@@ -129,9 +129,9 @@ def _preset_pgx_2048_cpu() -> Config:
 
 def _preset_pgx_backgammon_cpu() -> Config:
     # pgx's backgammon: 156 micro-moves (a checker by one die), two to four a turn, the dice (21 rolls) thrown when
-    # the turn ends; about 200 micro-moves a game between random players. The observation is one cell of 34
-    # features, so a value head of 32 channels (as Pig's); PUCT over the chance nodes at 8 simulations; unfinished
-    # games kept. Measured: experiments/studies/pgx_chance/README.md.
+    # the turn ends; a game between random players lasts about 200 micro-moves (experiments/studies/pgx_chance/
+    # results/). The observation is one cell of 34 features, so a value head of 32 channels (as Pig's); PUCT over the
+    # chance nodes at 8 simulations; unfinished games kept. Measured: experiments/studies/pgx_chance/README.md.
     return Config(
         game="pgx:backgammon",
         num_iterations=300,

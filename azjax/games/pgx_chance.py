@@ -13,12 +13,13 @@ game with chance does (`azjax.games.base.chance_game_steps`).
 * **2048** (one player, 4 actions: 0 left, 1 up, 2 right, 3 down). After the tiles slide and merge, a tile is
   placed on an empty cell, each empty cell equally likely, a 2 with probability 0.9 and a 4 with 0.1: 32 outcomes,
   outcome 2 x cell + (0 for a 2, 1 for a 4). The reward is pgx's, the sum of the tiles the move merged, in points;
-  the game ends when no move is legal, or after `max_length` moves (default 2,000; a game that reaches the 2048
-  tile plays about a thousand, one of random moves 119 on average). Its return from any position lies in
+  the game ends when no move is legal, or after `max_length` moves (default 2,000: a game that reaches the 2048
+  tile plays about a thousand; random games' lengths are in experiments/studies/pgx_chance/results/). Its return
+  from any position lies in
   `return_bounds` = (0, an upper bound that `max_length` implies: `max_return_2048`, 95,834 points for 2,000
   moves), far wider than the thousands a game of the first hours scores; `return_scaling` "sqrt" (MuZero's
   h(x) = sqrt(x + 1) - 1 + 0.001 x before the linear map) spreads those over more of the network's [-1, 1] than the
-  linear map would (2,000 points: -0.77 against -0.96), measured in experiments/studies/pgx_chance. An illegal
+  linear map would (2,000 points: -0.77 against -0.96); the two compared in experiments/studies/pgx_chance. An illegal
   move ends the game and takes back what the game had paid (the protocol's one-player rule: the episode's return
   becomes `return_bounds[0]`, 0); the state keeps the score for that and for the record.
 * **backgammon** (two players, 156 actions: pgx's micro-actions, 6 x source + die, a checker moved by one die; a
@@ -28,10 +29,10 @@ game with chance does (`azjax.games.base.chance_game_steps`).
   end the turn puts all the weight on outcome 0. pgx keeps the dice in the order they fell; these games keep them
   smaller first (which changes no legal move and no later state otherwise). The winner's reward is +1 and the
   loser's -1: a gammon or a backgammon, which pgx pays 2 or 3 points, counts as one win here. The game ends
-  drawn after `max_length` micro-moves (default 1,000: of 10,000 games between random players the longest took
-  852, experiments/studies/pgx_chance/pgx_game_lengths.py; but 17% of the games of random against the one-ply greedy
-  player, which hits whenever it can, reached it, experiments/studies/pgx_chance/results/). The opening roll and
-  who moves first come from `init`'s key, as in pgx.
+  drawn after `max_length` micro-moves (default 1,000: random games end well within it, but games against the
+  one-ply greedy player, which hits whenever it can, may reach it; both measured in
+  experiments/studies/pgx_chance/results/). The opening roll and who moves first come from `init`'s key, as in
+  pgx.
 
 Player ids, legal masks at the end, absorbing terminal states, illegal moves and observations follow
 `azjax.games.pgx_adapter`'s conventions (see its docstring): pgx's observation from the side to move, cast to
@@ -59,6 +60,8 @@ CHANCE_ENVS: dict[str, int] = {
 }
 """pgx's environments with chance that the adapter plays, with their default `max_length`."""
 
+MOVES_2048 = ("left", "up", "right", "down")
+"""2048's actions' names, by action id."""
 SCALING_2048 = "sqrt"
 """2048's default `Game.return_scaling` (see the module docstring)."""
 TILE_PROBABILITIES = (0.9, 0.1)
@@ -161,10 +164,6 @@ def _transition_2048(state: Pgx2048State, action: jax.Array, outcome: jax.Array,
     return after.replace(score=state.score + after.rewards[0])
 
 
-def _observe(state: State) -> jax.Array:
-    return state.pgx_state.observation.astype(jnp.float32)  # type: ignore[attr-defined]
-
-
 def _render_2048(state: Pgx2048State) -> str:
     board = np.asarray(state.pgx_state._board).reshape(4, 4)
     width = 5
@@ -176,10 +175,6 @@ def _render_2048(state: Pgx2048State) -> str:
         names = [name for name, legal in zip(MOVES_2048, np.asarray(state.legal_action_mask), strict=True) if legal]
         status = f"move {moves + 1}; legal: {', '.join(names)}"
     return "\n".join([f"2048, score {int(state.score)}, {status}", *rows])
-
-
-MOVES_2048 = ("left", "up", "right", "down")
-"""2048's actions' names, by action id."""
 
 
 def _string_to_action_2048(text: str) -> int:
@@ -207,7 +202,7 @@ def _make_2048(max_length: int, return_scaling: str) -> Game:
         max_length=max_length,
         init=functools.partial(_init_2048, env=env, max_length=max_length),
         step=step,
-        observe=_observe,
+        observe=pgx_adapter._observe,
         render=_render_2048,
         action_to_string=lambda action: MOVES_2048[int(action)],
         string_to_action=_string_to_action_2048,
@@ -329,7 +324,7 @@ def _make_backgammon(max_length: int) -> Game:
         max_length=max_length,
         init=functools.partial(_init_backgammon, env=env, max_length=max_length),
         step=step,
-        observe=_observe,
+        observe=pgx_adapter._observe,
         render=_render_backgammon,
         action_to_string=str,
         string_to_action=functools.partial(pgx_adapter._string_to_action, num_actions=num_actions),
@@ -372,16 +367,18 @@ def _score_backgammon(state: State, action: jax.Array, after: State) -> jax.Arra
     return jnp.where(won, 1e6, (theirs - own).astype(jnp.float32))
 
 
+ONEPLY_SCORES: dict[str, Any] = {"pgx:2048": _score_2048, "pgx:backgammon": _score_backgammon}
+"""The games the agent "oneply" (`azjax.bots.oneply_bot`) plays, by name (options left out), with its score."""
+
+
 def oneply_score(game: Game) -> Any:
     """The one-ply score of the agent "oneply" (`azjax.bots.oneply_bot`) for pgx's 2048 (the points a move merges) or
     backgammon (the pip counts' difference after it); ValueError for any other game."""
-    base = game.name.partition("(")[0]
-    if base == "pgx:2048":
-        return _score_2048
-    if base == "pgx:backgammon":
-        return _score_backgammon
-    raise ValueError(f"the one-ply greedy player plays pgx:2048 (most points merged) and pgx:backgammon (best pip "
-                     f"count), not {game.name}")
+    score = ONEPLY_SCORES.get(game.name.partition("(")[0])
+    if score is None:
+        raise ValueError(f"the one-ply greedy player plays pgx:2048 (most points merged) and pgx:backgammon (best pip "
+                         f"count), not {game.name}")
+    return score
 
 
 def from_pgx_chance(env_id: str, *, max_length: int | None = None, return_scaling: str | None = None) -> Game:
@@ -400,5 +397,5 @@ def from_pgx_chance(env_id: str, *, max_length: int | None = None, return_scalin
     return _make_backgammon(max_length)
 
 
-__all__ = ["CHANCE_ENVS", "DICE_PAIRS", "TILE_PROBABILITIES", "Pgx2048State", "PgxBackgammonState",
+__all__ = ["CHANCE_ENVS", "DICE_PAIRS", "ONEPLY_SCORES", "TILE_PROBABILITIES", "Pgx2048State", "PgxBackgammonState",
            "from_pgx_chance", "max_return_2048", "oneply_score"]

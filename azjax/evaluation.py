@@ -14,7 +14,7 @@ import operator
 import time
 import typing
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -261,8 +261,8 @@ def _episode_evaluator(config: Config, game: Game, specs: Sequence[str], *, num_
     """`make_evaluator` for a one-player game: the run's agent and each baseline play the same `num_games` starts
     to their ends (the yardstick's starts where the game has one, else the game's own); "eval/return" (also
     "eval/score") is the agent's mean return, "eval/return_stderr" its standard error, "eval/return/<baseline>"
-    each baseline's; where the game has exact solutions (`yardstick`), the agent's share solved and solved in the
-    fewest moves ("eval/solved", "eval/solved_optimally", "eval/excess_moves")."""
+    each baseline's; where the game brings a yardstick (`Game.yardstick`), the agent's share solved and solved in
+    the fewest moves ("eval/solved", "eval/solved_optimally", "eval/excess_moves")."""
     baselines = default_opponents(game)  # the random player, and oneply where the game has one
     unknown = [spec for spec in specs if spec not in baselines]
     if unknown:
@@ -271,53 +271,32 @@ def _episode_evaluator(config: Config, game: Game, specs: Sequence[str], *, num_
                          "--eval-opponents out)")
     evaluate = jax.jit(functools.partial(_evaluate_episodes, config=config, game=game, specs=tuple(specs),
                                          num_games=num_games, num_simulations=num_simulations, network=network))
-    exact = yardstick(game)
 
     def run(key: jax.Array, variables: dict) -> dict[str, float]:
         scores, starts, played = jax.device_get(evaluate(key, variables))
         result = {name: float(value) for name, value in scores.items()}
-        if exact is not None:
-            result.update({f"eval/{name}": value for name, value in exact.judge(starts, played).items()})
+        result.update({f"eval/{name}": value for name, value in judge_by_yardstick(game, starts, played).items()})
         return result
 
     return run
 
 
-class Yardstick(NamedTuple):
-    """An exact judge of a one-player game's episodes: the starts it judges from and how."""
-
-    starts: Callable[[jax.Array, int], State]  # (key, N) -> N start states
-    judge: Callable[[State, Any], dict[str, float]]  # (starts [N], episodes.Episodes) -> metrics, on the host
-
-
-def yardstick(game: Game) -> Yardstick | None:
-    """The exact judge of a one-player game where azjax has one (the sliding puzzle up to 3 x 3: uniformly random
-    solvable starts, judged by `azjax.solver.sliding_puzzle.judge`), else None. The sliding puzzle is known by its
-    state's type, not its name: a game of one's own may be named anything."""
-    from azjax.games.sliding_puzzle import SlidingPuzzleState, is_solved, make_sliding_puzzle
-    from azjax.solver import sliding_puzzle
-
-    if game.num_players != 1 or not isinstance(jax.eval_shape(game.init, jax.random.key(0)), SlidingPuzzleState):
-        return None
-
-    size = game.observation_shape[0]
-    if size > sliding_puzzle.MAX_EXACT_SIZE:
-        return None
-    uniform = make_sliding_puzzle(size, game.max_length, uniform_share=1.0)
-    return Yardstick(
-        starts=lambda key, count: jax.vmap(uniform.init)(jax.random.split(key, count)),
-        judge=lambda starts, played: sliding_puzzle.judge(
-            np.asarray(typing.cast(SlidingPuzzleState, starts).board), np.asarray(is_solved(played.final)),
-            np.asarray(played.length), size))
-
-
 def episode_starts(key: jax.Array, game: Game, num_episodes: int) -> State:
-    """The starts a one-player game's agents are judged from: its yardstick's where it has one (the sliding puzzle's
-    uniformly random solvable boards), else the game's own `init`."""
-    exact = yardstick(game)
-    if exact is not None:
-        return exact.starts(key, num_episodes)
-    return jax.vmap(game.init)(jax.random.split(key, num_episodes))
+    """The starts a one-player game's agents are judged from: its yardstick's where it brings one with starts of
+    its own (the sliding puzzle's uniformly random solvable boards), else the game's own `init`."""
+    exact = game.yardstick
+    init = exact.starts if exact is not None and exact.starts is not None else game.init
+    return jax.vmap(init)(jax.random.split(key, num_episodes))
+
+
+def judge_by_yardstick(game: Game, starts: State, played: episodes.Episodes) -> dict[str, float]:
+    """The game's yardstick (`Game.yardstick`) on episodes `played` from `starts` (both on the host): "solved",
+    and where it knows the fewest moves "solved_optimally" and "excess_moves"; {} for a game without one."""
+    exact = game.yardstick
+    if exact is None:
+        return {}
+    solved = np.asarray(jax.vmap(exact.is_solved)(played.final))
+    return exact.judge(starts, solved, np.asarray(played.length))
 
 
 def judge_episodes(key: jax.Array, game: Game, bot: Bot, num_episodes: int) -> dict[str, float]:
@@ -326,7 +305,6 @@ def judge_episodes(key: jax.Array, game: Game, bot: Bot, num_episodes: int) -> d
     "length" (mean moves), and the yardstick's metrics where the game has one ("solved", "solved_optimally",
     "excess_moves")."""
     start_key, play_key = jax.random.split(key)
-    exact = yardstick(game)
     starts = episode_starts(start_key, game, num_episodes)
     played = jax.device_get(jax.jit(functools.partial(episodes.play_episodes, game=game, agent=bot))(play_key,
                                                                                                      starts))
@@ -335,8 +313,7 @@ def judge_episodes(key: jax.Array, game: Game, bot: Bot, num_episodes: int) -> d
     lowest, highest = (float(bound) for bound in game.return_bounds)
     result = {"return": float(returns.mean()), "return_low": max(float(returns.mean() - half), lowest),
               "return_high": min(float(returns.mean() + half), highest), "length": float(np.mean(played.length))}
-    if exact is not None:
-        result.update(exact.judge(jax.device_get(starts), played))
+    result.update(judge_by_yardstick(game, jax.device_get(starts), played))
     return result
 
 

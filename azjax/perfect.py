@@ -236,8 +236,8 @@ def perfect_bot(
         raise ValueError(
             f"the perfect player solves the positions reachable from one start, and {game.name} starts from a "
             "different position for each key: it would play at random from the others. `azjax eval AGENT --game "
-            f"{game.name}` gives an agent's mean return (and the sliding puzzle's exact judge, the share solved in "
-            "the fewest moves)")
+            f"{game.name}` gives an agent's mean return (and, where the game brings a yardstick, the share solved and "
+            "solved in the fewest moves)")
     if game.name == "connect_four":
         return Bot("perfect", functools.partial(connect_four_perfect_analysis, max_seconds=max_seconds))
     if is_pig(game):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+from types import SimpleNamespace
 
 import jax
 import jax.numpy as jnp
@@ -123,14 +124,13 @@ def test_episodes_judged_exactly(game):
         return jax.pure_callback(lambda b: distances[exact.rank(np.asarray(b))].astype(np.int32),
                                  jax.ShapeDtypeStruct(boards.shape[:1], jnp.int32), boards)
 
-    yardstick = evaluation.yardstick(game)
-    starts = yardstick.starts(jax.random.key(1), 64)
+    starts = evaluation.episode_starts(jax.random.key(1), game, 64)
     played = jax.jit(functools.partial(core.play_episodes, game=game, agent=perfect))(jax.random.key(2), starts)
-    judged = yardstick.judge(starts, played)
+    judged = evaluation.judge_by_yardstick(game, starts, played)
     assert judged == {"solved": 1.0, "solved_optimally": 1.0, "excess_moves": 0.0}
     np.testing.assert_allclose(played.returns, -np.asarray(played.length, np.float32))
     randomly = core.play_episodes(jax.random.key(3), starts, game=game, agent=core.random_agent)
-    assert yardstick.judge(starts, randomly)["solved"] < 0.2
+    assert evaluation.judge_by_yardstick(game, starts, randomly)["solved"] < 0.2
     np.testing.assert_allclose(randomly.returns, -np.asarray(randomly.length, np.float32))
     with pytest.raises(ValueError, match="one-player games"):
         core.play_episodes(jax.random.key(0), starts, game=games.make("tic_tac_toe"), agent=core.random_agent)
@@ -236,9 +236,26 @@ def test_the_learning_curves_show_a_puzzles_episodes_not_wins_and_draws():
 
 
 def test_a_game_of_ones_own_named_like_the_puzzle_gets_no_yardstick_of_the_puzzles():
-    assert evaluation.yardstick(games.make("sliding_puzzle")) is not None
+    assert games.make("sliding_puzzle").yardstick is not None
     own = dataclasses.replace(games.make("tic_tac_toe"), name="sliding_puzzle_mine", num_players=1)  # another state
-    assert evaluation.yardstick(own) is None
+    assert own.yardstick is None
+    assert evaluation.judge_by_yardstick(own, None, None) == {}
+
+
+def test_a_yardstick_judges_puzzles_only_and_says_solved_alone_without_fewest_moves():
+    yardstick = games.make("sliding_puzzle").yardstick
+    with pytest.raises(ValueError, match="one player"):
+        dataclasses.replace(games.make("tic_tac_toe"), yardstick=yardstick)
+    fifteen = games.make("sliding_puzzle", size=4)
+    assert fifteen.yardstick.fewest_moves is None
+    assert fifteen.yardstick.judge(None, np.array([True, False]), np.array([50, 120])) == {"solved": 0.5}
+    eight = games.make("sliding_puzzle").yardstick
+    boards = SimpleNamespace(board=np.array([[1, 2, 3, 4, 5, 6, 7, 0, 8], [1, 2, 3, 4, 5, 6, 0, 7, 8]]))
+    assert eight.judge(boards, np.array([True, True]), np.array([3, 2])) == {
+        "solved": 1.0, "solved_optimally": 0.5, "excess_moves": 1.0}
+    assert eight.judge(boards, np.array([False, False]), np.array([40, 40])) == {"solved": 0.0, "solved_optimally": 0.0}
+    with pytest.raises(ValueError, match="one count of moves per start"):
+        eight.judge(boards, np.array([True]), np.array([1]))
 
 
 def test_the_perfect_player_refuses_a_puzzle_whose_start_varies_in_one_line(capsys):

@@ -24,8 +24,9 @@ def add_arguments(commands) -> None:
         "each seat. Prints wins/draws/losses, the score with its 95% Wilson interval and the Elo difference per "
         "pairing, then a maximum-likelihood Elo table with random (else the first agent) at 0. In a one-player "
         "game (sliding_puzzle) each of one or more agents plays --games episodes from the same starts instead: its "
-        "mean return with a 95% interval, and the share solved and solved in the fewest moves where the game is "
-        "solved exactly. Agents: " + common.AGENT_HELP + ".",
+        "mean return with a 95% interval, and the share solved and solved in the fewest moves where the game brings "
+        "an exact judge (Game.yardstick: the sliding puzzle's, or a puzzle of your own). Agents: "
+        + common.AGENT_HELP + ".",
     )
     evaluate.add_argument("agents", nargs="+", metavar="AGENT", help="two or more agents (one or more in a "
                           "one-player game; see above)")
@@ -105,7 +106,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 def _play_episodes(args: argparse.Namespace, game) -> int:
     """A one-player game: each agent plays the same --games starts to their ends; its mean return with a 95%
-    interval and, where the game has exact solutions, the share solved and solved in the fewest moves."""
+    interval and, where the game brings a yardstick, the share solved and solved in the fewest moves."""
     import jax
 
     from azjax import agent_specs, evaluation, parallel

@@ -104,6 +104,46 @@ S = TypeVar("S", bound=State)  # a game's own state class
 
 
 @dataclasses.dataclass(frozen=True)
+class Yardstick(Generic[S]):
+    """The exact judge of a puzzle (a one-player game won by reaching a goal in the fewest moves), which a game
+    brings as `Game.yardstick`: training's evaluation and `azjax eval` then report the share of episodes solved
+    ("solved"), solved in the fewest moves possible ("solved_optimally") and the moves beyond the fewest over the
+    solved ones ("excess_moves"), all from the starts this yardstick draws.
+
+    Attributes:
+      is_solved: State -> bool [], whether a state is the goal (pure, unbatched, jittable).
+      fewest_moves: host-side: a batch of start states (a pytree of numpy arrays with a leading axis B) -> int [B],
+        the fewest moves that solve each (-1 where none does). None: the puzzle has no exact solution here (e.g.
+        the 15-puzzle, too large for a table): the judge then reports "solved" alone.
+      starts: key -> a start state (pure, unbatched, jittable), where the judge draws its starts: e.g. uniformly
+        random boards where the game's own `init` also draws easier ones to learn from. None: the game's `init`.
+    """
+
+    is_solved: Callable[[S], jax.Array]
+    fewest_moves: Callable[[Any], np.ndarray] | None = None
+    starts: Callable[[jax.Array], S] | None = None
+
+    def judge(self, starts: Any, solved: np.ndarray, moves: np.ndarray) -> dict[str, float]:
+        """How an agent did on its episodes from `starts` (a batch of start states, numpy): `solved` bool [B]
+        whether each episode ended on the goal, in `moves` int [B]. "solved": the share solved; with
+        `fewest_moves`, "solved_optimally", the share solved in the fewest moves, and "excess_moves", the mean moves
+        beyond the fewest over the solved episodes (absent where none was solved)."""
+        solved = np.asarray(solved, bool)
+        result = {"solved": float(np.mean(solved))}
+        if self.fewest_moves is None:
+            return result
+        best = np.asarray(self.fewest_moves(starts), np.int64)
+        moves = np.asarray(moves, np.int64)
+        if best.shape != solved.shape:
+            raise ValueError(f"the yardstick's fewest_moves gave shape {best.shape} for {len(solved)} starts: it "
+                             "must give one count of moves per start")
+        result["solved_optimally"] = float(np.mean(solved & (moves == best)))
+        if solved.any():
+            result["excess_moves"] = float(np.mean(moves[solved] - best[solved]))
+        return result
+
+
+@dataclasses.dataclass(frozen=True)
 class Game(Generic[S]):
     """A perfect-information game as pure functions: two players taking turns, zero-sum (the default), or one
     player collecting rewards (`num_players=1`). See the module docstring.
@@ -145,6 +185,9 @@ class Game(Generic[S]):
       return_scaling: how returns map onto the network's [-1, 1] (`RETURN_SCALINGS`): "linear" (the default), or
         "sqrt" (MuZero's h first) for a one-player game whose bounds are far wider than its usual returns
         (pgx:2048's: thousands of points within bounds of about 96,000).
+      yardstick: a puzzle's exact judge (`Yardstick`: its goal, the fewest moves from a start, the starts to judge
+        from), with which the evaluation reports the share of episodes solved and solved in the fewest moves.
+        One-player games only; None (the default): their returns alone are reported.
       draw: `draw(state, *, last_move=None, annotations=None) -> str`, a standalone SVG document (a string
         starting with "<svg") of one unbatched, concrete state: the board, the pieces, the move `last_move` (an
         action index) that led to it highlighted, and `annotations`, a mapping {action index: short text} (e.g. a
@@ -173,6 +216,7 @@ class Game(Generic[S]):
     num_chance_outcomes: int = 0
     chance_outcomes: Callable[[S, jax.Array], jax.Array] | None = None
     step_outcome: Callable[[S, jax.Array, jax.Array], S] | None = None
+    yardstick: Yardstick | None = None
 
     @property
     def has_chance(self) -> bool:
@@ -196,6 +240,9 @@ class Game(Generic[S]):
         if self.return_scaling not in RETURN_SCALINGS or (self.num_players == 2 and self.return_scaling != "linear"):
             raise ValueError(f"game {self.name!r}: return_scaling {self.return_scaling!r} must be one of "
                              f"{', '.join(RETURN_SCALINGS)}, and linear for a two-player game")
+        if self.yardstick is not None and self.num_players != 1:
+            raise ValueError(f"game {self.name!r}: a yardstick judges a puzzle, a game of one player "
+                             "(num_players=1); a two-player game is judged by its matches")
         if self.num_players == 2 and tuple(self.return_bounds) != (-1.0, 1.0):
             raise ValueError(f"game {self.name!r}: a two-player game's returns are its outcome, in (-1, 1); "
                              f"return_bounds {self.return_bounds!r} is for one-player games (num_players=1)")

@@ -65,6 +65,11 @@ only that `current_player` is 0 or 1), and has three checks more, on every move 
   before it counted; nothing to player 1); the state it leaves has an all-False legal mask and is absorbing
   (stepping it changes nothing and pays zero).
 * [max_length] every game is over after `max_length` moves.
+* [yardstick] a puzzle's judge (`Game.yardstick`), on the states of the random games: `is_solved` gives a bool for
+  each, and a state it calls solved has ended the game; `fewest_moves` gives one int per state, 0 exactly where
+  the state is solved, never -1 on a state that random play then solved, and never more than one move above the
+  state a legal move leads to (the fewest moves from a state are at most one more than from any state it reaches);
+  the judge's own `starts` give states that are not over.
 * [symmetries] for each symmetry under which a start observation is invariant, that random game and its mirror
   image (actions mapped by `Symmetry.map_action`, from the same start) agree after every move:
   `transform(observe(state)) == observe(mirror)`, `apply_to_actions(mask(state)) == mask(mirror)`, and equal
@@ -111,6 +116,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
+import typing
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -119,7 +125,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from azjax.games.base import Game, State, Symmetry
+from azjax.games.base import Game, State, Symmetry, Yardstick
 from azjax.text import counted
 
 CHECKS = (
@@ -146,6 +152,7 @@ CHECKS = (
     "absorbing",
     "illegal_action",
     "max_length",
+    "yardstick",
     "positions",
 )
 """The names of the checks, roughly in the order `check_game` runs them (see the module docstring)."""
@@ -993,6 +1000,62 @@ def _check_chance_frequencies(traj: _Trajectory, live: np.ndarray, ctx: _Context
                    "chance_outcomes gives")
 
 
+def _check_yardstick(compiled: _Compiled, game: Game, ctx: _Context, init_keys: jax.Array, traj: _Trajectory
+                     ) -> None:
+    """[yardstick]: the puzzle's judge on the states of the random games `traj` (replayed from `init_keys`) and on
+    starts of its own; see the module docstring."""
+    yardstick = typing.cast(Yardstick, game.yardstick)
+    call = functools.partial(compiled, element=None, history=())
+    is_solved = jax.jit(jax.vmap(yardstick.is_solved))
+    states = call("init", init_keys)
+    solved, fewest = [], []
+    for t in range(traj.actions.shape[0] + 1):
+        flags = np.asarray(_traced(ctx, "the yardstick's is_solved", is_solved, states))
+        if flags.shape != traj.terminated.shape[1:] or flags.dtype != np.bool_:
+            raise ctx.fail("yardstick", f"is_solved gave {flags.dtype} {list(flags.shape)} for a batch of "
+                                        f"{traj.terminated.shape[1]} states; it must give one bool per state")
+        solved.append(flags)
+        if yardstick.fewest_moves is not None:
+            counts = np.asarray(_traced(ctx, "the yardstick's fewest_moves", yardstick.fewest_moves,
+                                        jax.device_get(states)))
+            if counts.shape != flags.shape or not np.issubdtype(counts.dtype, np.integer):
+                raise ctx.fail("yardstick", f"fewest_moves gave {counts.dtype} {list(counts.shape)} for a batch of "
+                                            f"{len(flags)} states; it must give one int per state")
+            fewest.append(counts)
+        if t < traj.actions.shape[0]:
+            states = call("step", states, jnp.asarray(traj.actions[t], jnp.int32))
+    done = np.stack(solved)
+    if (hit := _first(done & ~traj.terminated)) is not None:
+        t, b = hit
+        raise _fail(traj, ctx, "yardstick", f"is_solved says the state after {counted(t, 'move')} is solved, but "
+                                            "the game goes on: a solved puzzle must end the episode", b, t)
+    if fewest:
+        distance = np.stack(fewest).astype(np.int64)
+        if (hit := _first((distance == 0) != done)) is not None:
+            t, b = hit
+            raise _fail(traj, ctx, "yardstick", f"fewest_moves is {distance[t, b]} after {counted(t, 'move')}, "
+                                                f"where is_solved says {bool(done[t, b])}: it must be 0 exactly on "
+                                                "the solved states", b, t)
+        ever_solved = np.maximum.accumulate(done[::-1], axis=0)[::-1]  # solved at this move or a later one
+        if (hit := _first((distance < 0) & ever_solved)) is not None:
+            t, b = hit
+            raise _fail(traj, ctx, "yardstick", f"fewest_moves is -1 (unsolvable) after {counted(t, 'move')}, "
+                                                "but random play went on to solve that game", b, t)
+        too_far = (~traj.terminated[:-1] & (distance[1:] >= 0)
+                   & ((distance[:-1] < 0) | (distance[:-1] > distance[1:] + 1)))
+        if (hit := _first(too_far)) is not None:
+            t, b = hit
+            raise _fail(traj, ctx, "yardstick", f"fewest_moves is {distance[t, b]} after {counted(t, 'move')} and "
+                                                f"{distance[t + 1, b]} one legal move later: the fewest moves from a "
+                                                "state are at most one more than from any state it reaches", b, t + 1)
+    if yardstick.starts is None:
+        return
+    starts = _traced(ctx, "the yardstick's starts", jax.jit(jax.vmap(yardstick.starts)), init_keys)
+    if np.any(np.asarray(starts.terminated)):
+        raise ctx.fail("yardstick", "the yardstick's starts drew a state that is already over: the states an agent "
+                                    "is judged from must leave it moves to make")
+
+
 def _check_absorbing(traj: _Trajectory, ctx: _Context, leaf_names: list[str]) -> None:
     """[absorbing]: stepping a terminated state changes no field and pays zero rewards."""
     rewards = traj.rewards
@@ -1297,6 +1360,8 @@ def check_game(
     leaf_names = [path for path, leaf in zip(_leaf_paths(state_spec), jax.tree.leaves(state_spec), strict=True)
                   if leaf is not state_spec.rewards]
     _check_trajectory(first, game, ctx, leaf_names)
+    if game.yardstick is not None:
+        _check_yardstick(compiled, game, ctx, init_keys, first)
     checked, unchecked = _check_symmetries_by_play(compiled, init_keys, first, game, ctx)
 
     _check_positions(game, tuple(positions or ()), ctx)

@@ -613,6 +613,79 @@ def _die(x: float, y: float, size: float, face: int, *, bust: bool) -> str:
     return f'<g class="die" data-face="{face}">{square}{"".join(pips)}</g>'
 
 
+def draw_sliding_puzzle(
+    state: Any,
+    *,
+    size: int,
+    max_moves: int,
+    neighbours: np.ndarray,
+    last_move: int | None = None,
+    annotations: Annotations | None = None,
+) -> str:
+    """A sliding-puzzle position as SVG: the tiles as numbered squares (class "piece tile", the number in
+    `data-tile`; a tile on its own cell of the solved board also "home"), the empty cell left blank (class
+    "empty"), the tile the last move slid ringed (class "last-move"), and the status line (moves of the budget,
+    or solved).
+
+    Args:
+      state: one unbatched `SlidingPuzzleState`: `board` int [size * size] (0 the empty cell), `num_moves` int []
+        and the common fields.
+      size: the board's side.
+      max_moves: the episode's move budget, for the status line.
+      neighbours: int [size * size, 4], the cell the empty cell reaches from each cell by each action, -1 off the
+        board (`sliding_puzzle.neighbour_table`).
+      last_move: the action (the empty cell's direction: 0 up, 1 down, 2 left, 3 right) that led here.
+      annotations: {action: short text}, written on the tile that action would slide.
+    Returns:
+      A standalone SVG document.
+    """
+    board = [int(v) for v in np.asarray(state.board).reshape(size * size)]
+    layout = _Layout(size, size, 56.0, left=PADDING, top=PADDING)
+    blank = board.index(0)
+    solved = board == [*range(1, size * size), 0]
+    body = [_element("rect", "board", x=layout.left, y=layout.top, width=size * layout.cell,
+                     height=size * layout.cell, fill="#d8d2c4", rx=4)]
+    for cell, tile in enumerate(board):
+        x, y = layout.centre(*divmod(cell, size))
+        if tile == 0:
+            body.append(layout.square(cell, "empty", "#d8d2c4"))
+            continue
+        home = tile == cell + 1
+        inset = 3.0
+        body.append(_element("rect", "piece tile home" if home else "piece tile", x=x - layout.cell / 2 + inset,
+                             y=y - layout.cell / 2 + inset, width=layout.cell - 2 * inset,
+                             height=layout.cell - 2 * inset, rx=6, fill="#f6e7c1" if home else "#fdf8ec",
+                             stroke="#8a7a55", stroke_width=1.5, data_tile=tile))
+        body.append(_element("text", "tile-number", str(tile), x=x, y=y + 8, text_anchor="middle", font_size=22,
+                             font_weight="bold", fill="#333"))
+    neighbours = np.asarray(neighbours)
+    if last_move is not None:
+        action = _action(last_move, 4, "last_move")
+        came_from = neighbours[blank][_OPPOSITE_DIRECTION[action]]  # where the empty cell was: the tile slid there
+        if came_from >= 0:
+            row, col = divmod(came_from, size)
+            body.append(_element("rect", "last-move", x=layout.left + col * layout.cell + 1.5,
+                                 y=layout.top + row * layout.cell + 1.5, width=layout.cell - 3,
+                                 height=layout.cell - 3, rx=7, fill="none", stroke="#e6a100", stroke_width=3))
+    for action, text in _annotation_items(annotations, 4):
+        target = neighbours[blank][action]
+        if target >= 0:
+            x, y = layout.centre(*divmod(target, size))
+            body.append(_annotation(x, y + layout.cell / 2 - 10, text, font_size=10))
+    moves = int(np.asarray(state.num_moves))
+    if solved:
+        status = f"solved in {counted(moves, 'move')}"
+    elif bool(np.asarray(state.terminated)):
+        status = f"unsolved after {counted(moves, 'move')}"
+    else:
+        status = f"moves {moves} of {max_moves}"
+    body.extend(layout.caption([status]))
+    return _document(max(layout.width, 150.0), layout.height, body, title=f"sliding puzzle: {status}")
+
+
+_OPPOSITE_DIRECTION = (1, 0, 3, 2)  # up <-> down, left <-> right
+
+
 # --------------------------------------------------------------------------------------------------------------
 # Any game: to_svg, the text fallback, captions.
 

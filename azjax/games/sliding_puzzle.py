@@ -7,15 +7,16 @@ the tiles read 1 .. N - 1 row by row with the empty cell last (bottom right). Ev
 from a position is minus the moves it takes to solve it; the episode ends when the puzzle is solved or after
 `max_moves` moves (then unsolved, having paid -max_moves in all). `return_bounds` is (-max_moves, 0).
 
-Starts. `init(key)` draws, with probability `uniform_share` (option; default 1/2), a start uniformly among the
-solvable arrangements other than the solved one (half of all N! arrangements; 181,440 for the 8-puzzle): a random
-permutation, made solvable by swapping its first two tiles where it is not (a bijection between the two halves
-that keeps the empty cell), and on the one draw in N! / 2 that is already solved, one move of the empty cell.
-Otherwise it scrambles the solved board with k uniformly random moves, k uniform in 1 .. max_moves / 2 (a start
-that comes back to the solved board gets one more move): starts nearer the solution, from which search finds it
-while the network knows nothing yet. `uniform_share=1` gives uniform starts only, as the exact judge
-(`azjax.solver.sliding_puzzle`) and the evaluation draw them. The key is used by `init` only; the moves are
-deterministic.
+Starts. `init(key)` scrambles the solved board by a random walk of k moves of the empty cell, k uniform in 1 ..
+max_moves, each move drawn among those that do not undo the one before (a start that comes back to the solved board
+gets one more move): starts at every distance from the solution (the 8-puzzle's from 1 to 29 moves, 15 on
+average), the near ones solved by search while the network knows nothing yet. With probability `uniform_share`
+(option; default 0) it draws instead a start uniformly among the solvable arrangements other than the solved one
+(half of all N! arrangements; 181,440 for the 8-puzzle, 22 moves from the solution on average): a random
+permutation, made solvable by swapping its first two tiles where it is not (a bijection between the two halves that
+keeps the empty cell), and on the one draw in N! / 2 that is already solved, one move of the empty cell.
+`uniform_share=1` gives uniform starts only, as the puzzle's exact judge (`Game.yardstick`) draws them. The key is
+used by `init` only; the moves are deterministic.
 
 Observation: float32 [size, size, N + 1]: one plane per tile value (plane 0 the empty cell), then a plane holding
 the share of the move budget already spent (moves / max_moves), which the value needs near the limit.
@@ -28,8 +29,9 @@ ASCII (`render`, `from_ascii`): the rows of tiles with "." for the empty cell, t
     7 5 8
     moves 0 of 40
 
-Exact distances (breadth-first search from the solved board over every solvable arrangement) are in
-`azjax.solver.sliding_puzzle`, which judges agents by them.
+Judged exactly (`Game.yardstick`): episodes from uniformly random solvable starts, solved or not, and in how many
+moves beyond the fewest, by the distances of a breadth-first search from the solved board over every solvable
+arrangement (`azjax.solver.sliding_puzzle`; up to 3 x 3, the 15-puzzle's share solved alone).
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from azjax.games.base import Game, State, resolve_step
+from azjax.games import drawing
+from azjax.games.base import Game, State, Yardstick, resolve_step
 
 DIRECTIONS = ("up", "down", "left", "right")  # the empty cell's move, by action
 """The direction the empty cell moves for each action (0 up, 1 down, 2 left, 3 right)."""
@@ -50,6 +53,11 @@ _STEPS = ((-1, 0), (1, 0), (0, -1), (0, 1))
 MAX_MOVES = {2: 12, 3: 40, 4: 120}  # default move budgets: above the hardest optimal solution (6, 31 and 80 moves)
 """The default move budget per board size, above the hardest optimal solution (6, 31 and 80 moves): an episode
 ends unsolved after this many moves."""
+
+
+MAX_EXACT_SIZE = 3
+"""The largest size solved exactly (`azjax.solver.sliding_puzzle`): the 15-puzzle's 16! / 2 arrangements have no
+table, so its judge reports the share solved alone."""
 
 
 class SlidingPuzzleState(State):
@@ -126,17 +134,21 @@ def _init(key: jax.Array, *, spec: _Spec) -> SlidingPuzzleState:
 
 
 def _scrambled_board(key: jax.Array, spec: _Spec) -> jax.Array:
-    """The solved board after k random moves of the empty cell, k uniform in 1 .. max(1, max_moves // 2)."""
-    longest = max(1, spec.max_moves // 2)
+    """The solved board after a walk of k moves of the empty cell, k uniform in 1 .. max_moves, each move drawn
+    uniformly among those that do not undo the one before."""
     count_key, move_key = jax.random.split(key)
-    count = jax.random.randint(count_key, (), 1, longest + 1)
+    count = jax.random.randint(count_key, (), 1, spec.max_moves + 1)
+    neighbours = jnp.asarray(neighbour_table(spec.size))
 
-    def body(i: jax.Array, board: jax.Array) -> jax.Array:
-        legal = _legal(board, spec)
-        action = jax.random.categorical(jax.random.fold_in(move_key, i), jnp.where(legal, 0.0, -jnp.inf))
-        return jnp.where(i < count, _slide(board, action, spec), board)
+    def body(i: jax.Array, carry: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+        board, previous = carry  # previous: the cell the empty cell left on the last move (-1 before the first)
+        blank = jnp.argmax(board == 0)
+        allowed = (neighbours[blank] >= 0) & (neighbours[blank] != previous)
+        action = jax.random.categorical(jax.random.fold_in(move_key, i), jnp.where(allowed, 0.0, -jnp.inf))
+        moving = i < count
+        return jnp.where(moving, _slide(board, action, spec), board), jnp.where(moving, blank, previous)
 
-    board = jax.lax.fori_loop(0, longest, body, jnp.asarray(solved_board(spec.size)))
+    board, _ = jax.lax.fori_loop(0, spec.max_moves, body, (jnp.asarray(solved_board(spec.size)), jnp.int32(-1)))
     return _away_from_solved(board, spec)
 
 
@@ -229,10 +241,26 @@ def _string_to_action(text: str) -> int:
     raise ValueError(f"{text!r} is not a move: the empty cell moves up, down, left or right (u, d, l, r)")
 
 
-def make_sliding_puzzle(size: int = 3, max_moves: int | None = None, uniform_share: float = 0.5) -> Game:
+def _fewest_moves(starts: SlidingPuzzleState, *, size: int) -> np.ndarray:
+    from azjax.solver import sliding_puzzle  # late: the solver imports this module's tables
+
+    return sliding_puzzle.fewest_moves(np.asarray(starts.board), size)
+
+
+def _yardstick(spec: _Spec) -> Yardstick:
+    """The puzzle's exact judge: uniformly random solvable starts, the solver's fewest moves where it has a table."""
+    uniform = dataclasses.replace(spec, uniform_share=1.0)
+    return Yardstick(
+        is_solved=is_solved,
+        fewest_moves=functools.partial(_fewest_moves, size=spec.size) if spec.size <= MAX_EXACT_SIZE else None,
+        starts=functools.partial(_init, spec=uniform),
+    )
+
+
+def make_sliding_puzzle(size: int = 3, max_moves: int | None = None, uniform_share: float = 0.0) -> Game:
     """The sliding puzzle of `size` x `size` (3: the 8-puzzle), episodes of at most `max_moves` moves (default
-    `MAX_MOVES[size]`), a `uniform_share` of starts uniformly random, the others scrambled from the solved board;
-    see the module docstring."""
+    `MAX_MOVES[size]`), starts scrambled from the solved board by random walks, a `uniform_share` of them uniformly
+    random instead; see the module docstring."""
     if size not in MAX_MOVES:
         raise ValueError(f"sliding_puzzle: size {size!r}; choose one of {sorted(MAX_MOVES)}")
     max_moves = MAX_MOVES[size] if max_moves is None else int(max_moves)
@@ -243,7 +271,7 @@ def make_sliding_puzzle(size: int = 3, max_moves: int | None = None, uniform_sha
     spec = _Spec(size, max_moves, float(uniform_share))
     options = [f"size={size}"] if size != 3 else []
     options += [f"max_moves={max_moves}"] if max_moves != MAX_MOVES[size] else []
-    options += [f"uniform_share={uniform_share:g}"] if uniform_share != 0.5 else []
+    options += [f"uniform_share={uniform_share:g}"] if uniform_share != 0.0 else []
     return Game(
         name="sliding_puzzle" + (f"({', '.join(options)})" if options else ""),
         num_actions=4,
@@ -258,6 +286,9 @@ def make_sliding_puzzle(size: int = 3, max_moves: int | None = None, uniform_sha
         string_to_action=_string_to_action,
         num_players=1,
         return_bounds=(-float(max_moves), 0.0),
+        yardstick=_yardstick(spec),
+        draw=functools.partial(drawing.draw_sliding_puzzle, size=size, max_moves=max_moves,
+                               neighbours=neighbour_table(size)),
     )
 
 
@@ -267,5 +298,5 @@ def is_solved(states: SlidingPuzzleState) -> jax.Array:
     return jnp.all(states.board == jnp.asarray(solved_board(size)), axis=-1)
 
 
-__all__ = ["DIRECTIONS", "MAX_MOVES", "SlidingPuzzleState", "is_solvable", "is_solved", "make_sliding_puzzle",
-           "neighbour_table", "solved_board"]
+__all__ = ["DIRECTIONS", "MAX_EXACT_SIZE", "MAX_MOVES", "SlidingPuzzleState", "is_solvable", "is_solved",
+           "make_sliding_puzzle", "neighbour_table", "solved_board"]

@@ -1,6 +1,6 @@
 """The sliding puzzle solved exactly: the fewest moves from every solvable arrangement, by breadth-first search
-from the solved board (on the host, numpy; 181,440 arrangements for the 8-puzzle, a second or two), and agents
-judged by it.
+from the solved board (on the host, numpy; 181,440 arrangements for the 8-puzzle, a second or two), which the
+puzzle's yardstick (`Game.yardstick`) judges agents by.
 
 Arrangements are indexed by their rank among the N! permutations of the board (`rank`, the Lehmer code), so
 `distances(size)[rank(boards)]` is the fewest moves for each board (-1 for an unsolvable one).
@@ -13,9 +13,7 @@ import math
 
 import numpy as np
 
-from azjax.games.sliding_puzzle import neighbour_table, solved_board
-
-MAX_EXACT_SIZE = 3  # 4 x 4 has 16! / 2 arrangements: no table
+from azjax.games.sliding_puzzle import MAX_EXACT_SIZE, neighbour_table, solved_board
 
 
 def rank(boards: np.ndarray) -> np.ndarray:
@@ -63,16 +61,3 @@ def distances(size: int = 3) -> np.ndarray:
 def fewest_moves(boards: np.ndarray, size: int = 3) -> np.ndarray:
     """int [B]: the fewest moves that solve each board (int [B, N], 0 the empty cell); -1 if unsolvable."""
     return distances(size)[rank(boards)].astype(np.int64)
-
-
-def judge(start_boards: np.ndarray, solved: np.ndarray, moves: np.ndarray, size: int = 3) -> dict[str, float]:
-    """How an agent did on episodes from `start_boards` [B, N]: `solved` bool [B] (it reached the solved board)
-    in `moves` int [B]. "solved": the share solved; "solved_optimally": the share solved in the fewest moves
-    possible; "excess_moves": the mean moves beyond the fewest, over the solved ones (absent: none solved)."""
-    best = fewest_moves(start_boards, size)
-    solved = np.asarray(solved, bool)
-    moves = np.asarray(moves)
-    result = {"solved": float(np.mean(solved)), "solved_optimally": float(np.mean(solved & (moves == best)))}
-    if solved.any():
-        result["excess_moves"] = float(np.mean(moves[solved] - best[solved]))
-    return result

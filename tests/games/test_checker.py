@@ -259,7 +259,7 @@ def test_player_does_not_alternate(ttt):
 
 def test_a_puzzle_that_forgot_num_players_1_is_told_the_flag():
     puzzle = games.make("sliding_puzzle")
-    forgot = dataclasses.replace(puzzle, num_players=2, return_bounds=(-1.0, 1.0))
+    forgot = dataclasses.replace(puzzle, num_players=2, return_bounds=(-1.0, 1.0), yardstick=None)
     error = _assert_fails(forgot, "alternation")
     assert "players must alternate: a puzzle, or any game of one player, says so with num_players=1" in str(error)
 

@@ -244,3 +244,21 @@ def test_pig_before_the_first_roll_a_bust_and_the_ends(pig):
     drawn = short.step_outcome(short.init(jax.random.key(0)), 0, 2)
     assert [e.text for e in with_class(parse(short.draw(drawn)), "status")] == ["draw after 1 move"]
     assert "goal 10" in texts(parse(short.draw(drawn)))
+
+
+def test_the_sliding_puzzle_draws_its_tiles_the_tile_slid_and_hints_on_the_tiles_they_move():
+    puzzle = games.make("sliding_puzzle")
+    state = puzzle.from_ascii("1 2 3\n4 . 6\n7 5 8")
+    root = parse(puzzle.draw(state))
+    assert sorted(int(e.get("data-tile")) for e in with_class(root, "tile")) == list(range(1, 9))
+    assert len(with_class(root, "home")) == 6  # all but 5 and 8 sit where the solved board has them
+    assert len(with_class(root, "empty")) == 1 and not with_class(root, "last-move")
+    down = puzzle.step(state, puzzle.string_to_action("down"))  # the empty cell moves down: the 5 slides up
+    root = parse(drawing.to_svg(puzzle, down, last_move=1, annotations={0: "80%", 3: "20%"}))
+    ring = with_class(root, "last-move")
+    assert len(ring) == 1 and float(ring[0].get("x")) < 8 + 2 * 56 and float(ring[0].get("y")) < 8 + 2 * 56
+    assert sorted(e.text for e in with_class(root, "annotation")) == ["20%", "80%"]
+    assert [e.text for e in with_class(root, "status")] == ["moves 1 of 40"]
+    solved = puzzle.step(down, puzzle.string_to_action("right"))
+    assert [e.text for e in with_class(parse(puzzle.draw(solved)), "status")] == ["solved in 2 moves"]
+    assert len(with_class(parse(puzzle.draw(solved)), "home")) == 8

@@ -69,13 +69,17 @@ def test_random_games_follow_a_plain_python_puzzle(size):
 
 
 def test_starts_are_solvable_and_the_uniform_ones_average_22_moves():
-    """The 8-puzzle's mean optimal solution over its solvable arrangements is 21.97 moves."""
-    for share, low, high in ((1.0, 21.5, 22.5), (0.5, 8.0, 18.0)):
+    """The 8-puzzle's mean optimal solution over its solvable arrangements is 21.97 moves; the random walks of up to
+    40 moves that never undo their last move reach from 1 move to the far end of the puzzle, 15 on average."""
+    for share, low, high, farthest in ((1.0, 21.5, 22.5, 27), (0.0, 13.5, 16.5, 26)):  # the walks' alone: share 0
         game = games.make("sliding_puzzle", uniform_share=share)
         starts = jax.vmap(game.init)(jax.random.split(jax.random.key(3), 3000))
         fewest = exact.fewest_moves(np.asarray(starts.board))
         assert fewest.min() >= 1  # solvable, never the solved board
         assert low < fewest.mean() < high, (share, fewest.mean())
+        assert fewest.max() >= farthest
+        if share == 0.0:  # every distance up to the far end, each at least 1% of the starts
+            assert np.all(np.bincount(fewest)[1:farthest] > 30), np.bincount(fewest)
     assert not np.asarray(starts.terminated).any()
 
 
@@ -144,6 +148,32 @@ def test_the_checker_catches_planted_one_player_bugs(bug, check):
     game = games.make("sliding_puzzle", size=2)
     with pytest.raises(GameCheckError, match=f"\\[{check}\\]"):
         games.check_game(_planted(game, bug), num_games=16)
+
+
+def _planted_yardstick(game: games.Game, bug: str) -> games.Game:
+    yardstick = game.yardstick
+    if bug == "goal_never_solved":
+        changed = dataclasses.replace(yardstick, is_solved=lambda state: jnp.bool_(False))
+    elif bug == "goal_too_early":  # the first tile in place is not the goal
+        changed = dataclasses.replace(yardstick, is_solved=lambda state: state.board[0] == 1)
+    elif bug == "distances_doubled":  # 0 on the goal still, but a move can then shorten the way by two
+        changed = dataclasses.replace(yardstick, fewest_moves=lambda states: 2 * yardstick.fewest_moves(states))
+    elif bug == "float_distances":
+        changed = dataclasses.replace(yardstick, fewest_moves=lambda states: yardstick.fewest_moves(states) * 1.0)
+    elif bug == "starts_over":
+        changed = dataclasses.replace(yardstick, starts=lambda key: game.step(game.init(key), jnp.int32(-1)))
+    else:
+        raise AssertionError(bug)
+    return dataclasses.replace(game, yardstick=changed)
+
+
+@pytest.mark.parametrize("bug", ["goal_never_solved", "goal_too_early", "distances_doubled", "float_distances",
+                                 "starts_over"])
+def test_the_checker_catches_a_wrong_yardstick_in_one_line(bug):
+    game = games.make("sliding_puzzle", size=2)
+    with pytest.raises(GameCheckError, match="\\[yardstick\\]") as info:
+        games.check_game(_planted_yardstick(game, bug), num_games=16)
+    assert len(str(info.value).splitlines()[0]) > 40
 
 
 @pytest.mark.parametrize("legal_moves", [0, 3])

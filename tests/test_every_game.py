@@ -35,7 +35,7 @@ SHRUNK = {
 
 NATIVE = ["tic_tac_toe", "connect_four", "gomoku9", "gomoku", "othello6", "othello", "brandub", "brandub_document"]
 PGX = "pgx:connect_four"
-ONE_PLAYER = ["sliding_puzzle"]  # its commands (episodes, not matches) run in tests/test_one_player.py
+ONE_PLAYER = ["sliding_puzzle", "sliding_puzzle4"]  # their commands (episodes) run in tests/test_one_player.py
 CHANCE = ["pig"]  # its commands (its own opponents: random and perfect) run in tests/games/test_pig.py
 # The heaviest runs of the suite: -m slow runs them all (Brandub first: the most actions, 1176, and the longest
 # games, 200 moves, whose evaluation broke). The default suite runs each command on tic-tac-toe's run in the other

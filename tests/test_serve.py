@@ -4,6 +4,7 @@ games from `azjax eval --record`, clicks mapped to moves, and the command's star
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -543,6 +544,76 @@ def test_pig_is_played_by_its_moves_names(client):
     assert 1 <= int(view["svg"].split('class="die" data-face="')[1].split('"')[0]) <= 6
     refused = client.post("/api/games", json={"game": "pig", "players": [HUMAN, "mcts:200"]})
     assert "a game with chance" in assert_refused(refused, 400)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# One-player games (puzzles): one seat
+
+
+def test_the_page_offers_the_puzzles_with_one_seat(client, served):
+    """The registered one-player games are offered after the two-player ones (the default game stays first), each
+    said to have one seat; UCT plays them (no chance), and `--game sliding_puzzle` makes the puzzle the default."""
+    info = served.info()
+    assert "sliding_puzzle" in info["games"] and info["games"][0] == "tic_tac_toe"
+    assert info["num_players"]["sliding_puzzle"] == 1 and info["num_players"]["connect_four"] == 2
+    assert served.agents["mcts:200"].plays("sliding_puzzle") and served.agents["random"].plays("sliding_puzzle")
+    puzzle_server = GameServer.from_specs([], game="sliding_puzzle", max_games=1)
+    assert puzzle_server.info()["default_game"] == "sliding_puzzle"
+    puzzle_server.close()
+
+
+def test_a_puzzle_has_one_seat_and_a_two_player_game_two(client):
+    one = client.post("/api/games", json={"game": "sliding_puzzle", "players": [HUMAN, "random"]})
+    assert "one seat" in assert_refused(one, 400)
+    two = client.post("/api/games", json={"game": "tic_tac_toe", "players": [HUMAN]})
+    assert "two seats" in assert_refused(two, 400)
+
+
+def test_the_person_solves_a_puzzle_from_the_judges_start_with_hints(client):
+    """The start is where the puzzle's yardstick draws them (a uniform solvable board, for the seed); moves have
+    no square (the page's buttons) and are played by name or index; any served agent gives a hint."""
+    game = make("sliding_puzzle")
+    view = new_game(client, (HUMAN,), game="sliding_puzzle")
+    start = jax.device_get(game.yardstick.starts(jax.random.key(0)))
+    assert view["svg"] == drawing.to_svg(game, start)
+    assert view["kind"] == "play" and view["players"] == [HUMAN] and view["your_turn"] and view["to_move"] == 0
+    assert view["legal"] and all(m["move"] in ("up", "down", "left", "right") and m["targets"] is None
+                                 for m in view["legal"])
+    path = f"/api/games/{view['id']}/analysis?agent=random"
+    hint = wait_until(lambda: (r := client.get(path)).status_code == 200 and r.json, "the hint")
+    assert hint["num_legal"] == len(view["legal"]) and hint["move"] in [m["move"] for m in view["legal"]]
+    view = client.post(f"/api/games/{view['id']}/moves", json={"move": view["legal"][0]["move"]}).json
+    view = client.post(f"/api/games/{view['id']}/moves", json={"action": view["legal"][-1]["action"]}).json
+    assert view["num_moves"] == 2 and [m["player"] for m in view["moves"]] == [0, 0] and view["your_turn"]
+    assert not view["terminated"] and view["result"] is None
+
+
+def test_a_solved_puzzle_says_so_beside_the_fewest_moves(monkeypatch):
+    """A start one move from the goal (the yardstick's starts replaced): solved in 1 move, the fewest 1, no
+    winner, the return -1."""
+    puzzle_server = GameServer.from_specs([], max_games=1)
+    served_game = puzzle_server.served_game("sliding_puzzle")
+    near = served_game.game.from_ascii("1 2 3\n4 5 6\n7 . 8\nmoves 0 of 40")
+    yardstick = dataclasses.replace(served_game.game.yardstick, starts=lambda key: near)
+    monkeypatch.setattr(served_game, "game", dataclasses.replace(served_game.game, yardstick=yardstick))
+    client = create_app(puzzle_server).test_client()
+    view = new_game(client, (HUMAN,), game="sliding_puzzle")
+    view = client.post(f"/api/games/{view['id']}/moves", json={"move": "right"}).json
+    assert view["terminated"] and not view["your_turn"]
+    result = view["result"]
+    assert result["text"] == "Solved in 1 move (the fewest: 1)." and result["winner"] is None
+    assert result["return"] == -1.0 and result["solved"]
+    puzzle_server.close()
+
+
+def test_an_agent_solves_a_puzzle_to_the_end(client):
+    """random as the solver, watched without pauses: its episode ends (solved or out of moves), with no winner."""
+    view = settled(client, new_game(client, ("random",), game="sliding_puzzle", pace=0)["id"])
+    assert view["kind"] == "watch" and view["terminated"] and not view["your_turn"]
+    result = view["result"]
+    assert result["winner"] is None and result["return"] == -view["num_moves"]
+    assert result["text"].startswith("Solved in " if result["solved"] else "Unsolved after ")
+    assert "win" not in result["text"]
 
 
 def test_uct_is_not_offered_for_a_game_with_chance():

@@ -46,7 +46,7 @@ from azjax.games.registry import (
     presets,
     register,
 )
-from azjax.games.sliding_puzzle import make_sliding_puzzle
+from azjax.games.sliding_puzzle import make_sliding_puzzle, make_sliding_puzzle4
 
 register("tic_tac_toe", make_tic_tac_toe)
 register("connect_four", make_connect_four)
@@ -58,6 +58,7 @@ register("othello", make_othello)  # option: size=8
 register("othello6", make_othello6)  # make("othello", size=6) under its own name
 register("pig", make_pig)  # two players and a die; options: goal=100, max_moves
 register("sliding_puzzle", make_sliding_puzzle)  # one player; options: size=3 (the 8-puzzle), max_moves
+register("sliding_puzzle4", make_sliding_puzzle4)  # make("sliding_puzzle", size=4), the 15-puzzle, by its own name
 
 __all__ = [
     "CHECKS",
@@ -97,6 +98,7 @@ __all__ = [
     "make_othello6",
     "make_pig",
     "make_sliding_puzzle",
+    "make_sliding_puzzle4",
     "make_tic_tac_toe",
     "names",
     "presets",

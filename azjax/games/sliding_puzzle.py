@@ -292,6 +292,13 @@ def make_sliding_puzzle(size: int = 3, max_moves: int | None = None, uniform_sha
     )
 
 
+def make_sliding_puzzle4(max_moves: int | None = None, uniform_share: float = 0.0) -> Game:
+    """The 15-puzzle, `make_sliding_puzzle(size=4)` under its own name "sliding_puzzle4" (for its preset and the
+    command line, which passes no options): no exact judge (16! / 2 arrangements), so its evaluation reports the
+    share solved alone."""
+    return make_sliding_puzzle(4, max_moves, uniform_share)
+
+
 def is_solved(states: SlidingPuzzleState) -> jax.Array:
     """bool [...]: the board of each state is the solved one."""
     size = math.isqrt(states.board.shape[-1])
@@ -299,4 +306,4 @@ def is_solved(states: SlidingPuzzleState) -> jax.Array:
 
 
 __all__ = ["DIRECTIONS", "MAX_EXACT_SIZE", "MAX_MOVES", "SlidingPuzzleState", "is_solvable", "is_solved",
-           "make_sliding_puzzle", "neighbour_table", "solved_board"]
+           "make_sliding_puzzle", "make_sliding_puzzle4", "neighbour_table", "solved_board"]

@@ -18,7 +18,10 @@ a network the page also shows the network's own prior and value of the position.
 
 Games. Each game has an id; `max_games` live at once, the oldest dropped first (a request for it then gets 410).
 A game is a person against an agent, two agents ("watch", a move every `pace` seconds), two people, or a recorded
-game ("replay", stepped through and analysed but not played on).
+game ("replay", stepped through and analysed but not played on). A one-player game (a puzzle) has one seat: the
+person solves it (any agent's analysis as a hint) or an agent does (watched, a move every `pace` seconds); it starts
+where the game's `yardstick` draws its starts (else `init`), and its result says whether it was solved and in how
+many moves (beside the fewest, where the yardstick knows them).
 """
 
 from __future__ import annotations
@@ -125,8 +128,9 @@ class _Worker:
 
 
 NetworkEvaluator = Callable[[State], tuple[jax.Array, jax.Array, jax.Array | None]]
-"""A network on a batch of states [B]: masked logits [B, A], the value [B] and, for a network with a win/draw/loss
-value head, those chances [B, 3] (else None), all for the player to move."""
+"""A network on a batch of states [B]: masked logits [B, A], the value [B] (a puzzle's: the return to come, in the
+game's units) and, for a network with a win/draw/loss value head, those chances [B, 3] (else None), all for the
+player to move."""
 
 
 @dataclasses.dataclass(eq=False)
@@ -186,6 +190,8 @@ def _network_evaluator(spec: str) -> NetworkEvaluator | None:
     def evaluate(states: State) -> tuple[jax.Array, jax.Array, jax.Array | None]:  # one pass of the network
         logits, value, outcomes = apply_with_outcomes(agent.network, agent.variables,
                                                       jax.vmap(agent.game.observe)(states))
+        if agent.game.num_players == 1:  # a puzzle's value in its own units, the return to come, as its search's
+            value = games_lib.value_to_return(agent.game.return_bounds, value, agent.game.return_scaling)
         return masked_logits(logits, states.legal_action_mask), value, outcomes
 
     return jax.jit(evaluate)
@@ -237,11 +243,12 @@ class _Session:
 
     id: str
     game: ServedGame
-    players: tuple[str, str]  # per seat: HUMAN or an agent's spec
+    players: tuple[str, ...]  # per seat (one in a one-player game): HUMAN or an agent's spec
     key: jax.Array
     pace: float
     states: list[State]  # on the host; states[t] after t moves
     moves: list[int]
+    fewest_moves: int | None = None  # a puzzle's fewest moves from its start, where its yardstick knows them
     record: dict | None = None  # a replay: {"name", "number", "outcome"} of the recorded game
     thinking: str | None = None  # the agent searching (or about to search) the move at the current position
     error: str | None = None  # why the game cannot go on (an agent failed)
@@ -279,6 +286,7 @@ class GameServer:
             raise ValueError(f"max_games must be >= 1, got {max_games}")
         self.agents = {agent.spec: agent for agent in agents}
         self.game_names = list(dict.fromkeys([default_game, *game_names]))
+        self.num_players = {name: games_lib.make(name).num_players for name in self.game_names}
         self.default_game = default_game
         self.records: list[Record] = list(records)
         self._num_fixed_records = len(self.records)
@@ -323,9 +331,6 @@ class GameServer:
         if game is not None:
             game = games_lib.canonical(game)
             games_lib.check_known(game)
-            if games_lib.make(game).num_players != 2:
-                raise RecordError(f"{game} is a one-player game: the page plays games against an agent; solve it "
-                                  f"in the terminal (azjax play {game})")
         network_games = [agent.game for agent in agents if agent.game is not None and agent.spec in named]
         default = game or next(iter(network_games), DEFAULT_GAME)
         loaded = [read_record(path) for path in records]
@@ -334,7 +339,10 @@ class GameServer:
             if record.game not in known:
                 raise RecordError(f"the record {record.name} is of {record.game}, which this server does not serve: "
                                   f"give --game {record.game}")
-        game_names = [*_two_player_names(), *network_games, *(record.game for record in loaded)]
+            if games_lib.make(record.game).num_players != 2:
+                raise RecordError(f"the record {record.name} is of {record.game}, a one-player game: records hold "
+                                  "games of two players")
+        game_names = [*_offered_game_names(), *network_games, *(record.game for record in loaded)]
         chance_games = tuple(name for name in dict.fromkeys(game_names) if games_lib.make(name).num_chance_outcomes)
         agents = [dataclasses.replace(agent, excludes=chance_games) if agent.spec.partition(":")[0] == "mcts"
                   else agent for agent in agents]
@@ -357,6 +365,7 @@ class GameServer:
         return {
             "games": self.game_names,
             "default_game": self.default_game,
+            "num_players": self.num_players,  # per game: 1 (a puzzle: one seat) or 2
             "agents": [dataclasses.asdict(agent) for agent in self.agents.values()],
             "records": records,
             "max_games": self.max_games,
@@ -421,6 +430,9 @@ class GameServer:
             raise ServeError(400, f"not a record: {error}") from None
         if record.game not in self.game_names:
             raise ServeError(400, f"the record is of {record.game}, which this server does not serve")
+        if self.num_players[record.game] != 2:
+            raise ServeError(400, f"the record is of {record.game}, a one-player game: records hold games of two "
+                             "players")
         with self._lock:
             if len(self.records) - self._num_fixed_records >= MAX_UPLOADED_RECORDS:
                 del self.records[self._num_fixed_records]
@@ -432,17 +444,20 @@ class GameServer:
     # Games
 
     def create_game(self, body: dict) -> dict:
-        """A new game from a request: {"game": name, "players": [seat 0, seat 1] (HUMAN or an agent's spec),
-        "seed": int (optional), "pace": seconds between agents' moves (optional)}; or a replay: {"record": index,
-        "number": the game's number in the record}. Returns its view."""
+        """A new game from a request: {"game": name, "players": [seat 0, seat 1] (HUMAN or an agent's spec; one
+        seat in a one-player game), "seed": int (optional), "pace": seconds between agents' moves (optional)}; or a
+        replay: {"record": index, "number": the game's number in the record}. Returns its view."""
         _check_keys(body, {"game", "players", "seed", "pace", "record", "number"})
         if "record" in body:
             return self._open_record(body)
         served = self.served_game(body.get("game", self.default_game))
         players = body.get("players")
-        if not isinstance(players, list) or len(players) != 2 or not all(isinstance(p, str) for p in players):
-            raise ServeError(400, f"\"players\" must be a list of two seats, each {HUMAN!r} or an agent, e.g. "
-                             f"[{HUMAN!r}, \"mcts:200\"]")
+        num_seats = served.game.num_players
+        if not isinstance(players, list) or len(players) != num_seats or not all(isinstance(p, str) for p in players):
+            example = f"[{HUMAN!r}, \"mcts:200\"]" if num_seats == 2 else f"[{HUMAN!r}] or [\"random\"]"
+            seats = "two seats, each" if num_seats == 2 else "one seat,"
+            raise ServeError(400, f"\"players\" must be a list of {seats} {HUMAN!r} or an agent, for {served.name}: "
+                             f"e.g. {example}")
         for player in players:
             if player != HUMAN:
                 self.agent(player, served.name)
@@ -455,9 +470,9 @@ class GameServer:
         if not isinstance(pace, (int, float)) or isinstance(pace, bool) or not 0 <= pace <= MAX_PACE_SECONDS:
             raise ServeError(400, f"\"pace\" must be a number of seconds in [0, {MAX_PACE_SECONDS:g}]")
         key = jax.random.key(seed)
-        start = jax.device_get(served.game.init(key))
-        session = _Session(id=secrets.token_hex(8), game=served, players=(players[0], players[1]), key=key,
-                           pace=float(pace), states=[start], moves=[])
+        start, fewest = _start(served.game, key)
+        session = _Session(id=secrets.token_hex(8), game=served, players=tuple(players), key=key,
+                           pace=float(pace), states=[start], moves=[], fewest_moves=fewest)
         with self._lock:
             self._add(session)
             self._schedule(session, immediately=True)
@@ -539,7 +554,8 @@ class GameServer:
                 raise ServeError(409, "this is a recorded game: it is stepped through, not played; start a new game")
             state = session.state
             if bool(state.terminated):
-                raise ServeError(409, f"the game is over ({_result(session, state)['text']}): start a new one")
+                raise ServeError(409, f"the game is over ({_result(session, len(session.moves))['text']}): start a "
+                                 "new one")
             mover = session.players[int(state.current_player)]
             if mover != HUMAN:
                 raise ServeError(409, f"it is not your turn: {mover} is to move"
@@ -676,7 +692,7 @@ class GameServer:
                       for t, a in enumerate(session.moves)],
             "to_move": mover,
             "terminated": terminated,
-            "result": _result(session, state) if terminated else None,
+            "result": _result(session, ply) if terminated else None,
             "your_turn": your_turn,
             "legal": legal,
             "svg": drawing.to_svg(served.game, state, last_move=last),
@@ -758,8 +774,23 @@ def _action_on_path(served: ServedGame, legal: np.ndarray, path: Any) -> int:
                      f"{' to '.join(path)}")
 
 
-def _result(session: _Session, state: State) -> dict:
-    """The result of a finished game: who won, and a line saying so from the page's side."""
+def _start(game: Game, key: jax.Array) -> tuple[State, int | None]:
+    """A new game's start (on the host): a puzzle's where its yardstick draws them, else `init`'s; and, where the
+    yardstick knows them, the fewest moves that solve it (else None)."""
+    yardstick = game.yardstick
+    starts = yardstick.starts if yardstick is not None and yardstick.starts is not None else game.init
+    start = jax.device_get(starts(key))
+    if yardstick is None or yardstick.fewest_moves is None:
+        return start, None
+    return start, int(yardstick.fewest_moves(jax.tree.map(lambda x: np.asarray(x)[None], start))[0])
+
+
+def _result(session: _Session, ply: int) -> dict:
+    """The result of a game finished after `ply` moves: who won, and a line saying so from the page's side (a
+    puzzle's: solved or not, its return)."""
+    state = session.states[ply]
+    if session.game.game.num_players == 1:
+        return _puzzle_result(session, ply)
     rewards = np.asarray(state.rewards, dtype=float)
     winner = int(np.argmax(rewards)) if rewards.max() > 0 else None
     players = session.players
@@ -770,6 +801,25 @@ def _result(session: _Session, state: State) -> dict:
     else:
         text = f"{players[winner]} (player {winner}, moving {'first' if winner == 0 else 'second'}) wins."
     return {"winner": winner, "rewards": [float(r) for r in rewards], "text": text}
+
+
+def _puzzle_result(session: _Session, ply: int) -> dict:
+    """The result of a one-player game finished after `ply` moves: no winner; solved (by the yardstick, else a
+    return above the lowest) and in how many moves, beside the fewest where they are known; the return (player 0's
+    rewards summed)."""
+    game, state = session.game.game, session.states[ply]
+    total = float(sum(float(np.asarray(s.rewards)[0]) for s in session.states[1:ply + 1]))
+    if game.yardstick is not None:
+        solved = bool(game.yardstick.is_solved(state))
+    else:
+        solved = total > game.return_bounds[0]
+    if solved:
+        fewest = "" if session.fewest_moves is None else f" (the fewest: {session.fewest_moves})"
+        text = f"Solved in {counted(ply, 'move')}{fewest}."
+    else:
+        text = f"Unsolved after {counted(ply, 'move')}."
+    return {"winner": None, "rewards": [float(r) for r in np.asarray(state.rewards)], "text": text, "return": total,
+            "solved": solved, "fewest_moves": session.fewest_moves}
 
 
 def _number(value: Any) -> float | None:
@@ -836,7 +886,7 @@ def describe_analysis(served: ServedGame, state: State, analysis: bots.Analysis,
     }
 
 
-def _two_player_names() -> list[str]:
-    """The registered games the page offers: those of two players (a one-player game is played in the terminal,
-    `azjax play`)."""
-    return [name for name in games_lib.names() if games_lib.make(name).num_players == 2]
+def _offered_game_names() -> list[str]:
+    """The registered games the page offers: all of them, the two-player games first, then the puzzles."""
+    names = games_lib.names()
+    return sorted(names, key=lambda name: games_lib.make(name).num_players != 2)

@@ -62,6 +62,9 @@ GAMES = {
     # Pig: no openings (a random roll or hold would only handicap one side); judged by its exact solution.
     "pig": dict(seconds=600, opening_moves=0, opponents=("perfect", "hold:20", "random"), simulations=None,
                 eval_every=50),
+    # The 8-puzzle, one player: judged by its exact distances on uniformly random boards, with its search, its
+    # network alone and the random player (the "opponents" here play the same boards beside it).
+    "sliding_puzzle": dict(seconds=600, opening_moves=0, opponents=("random",), simulations=None, episodes=True),
 }
 LABELLED = ("tic_tac_toe", "connect_four")  # games with solved positions (azjax.solver.positions)
 
@@ -116,6 +119,9 @@ def main(argv: list[str] | None = None) -> int:
     opponents = tuple(args.opponents.split(",")) if args.opponents else spec["opponents"]
     if args.reference:
         opponents += (args.reference,)
+    if spec.get("episodes"):
+        measure_episodes(args.game, out, others=opponents, games=args.games)
+        return 0
     measure(args.game, out, opponents=opponents, games=args.games, opening_moves=spec["opening_moves"],
             positions=args.positions and args.game in LABELLED,
             names={args.reference: args.reference_name} if args.reference else None)
@@ -223,6 +229,21 @@ def measure(game: str, out: Path, *, opponents: tuple[str, ...], games: int, ope
         _add(out, command, f"vs {called}: score {match['score']:.3f} [{match['score_low']:.3f}, "
              f"{match['score_high']:.3f}] ({match['wins']}-{match['draws']}-{match['losses']} W-D-L over "
              f"{match['games']} games, {match['distinct_games']} distinct)", match)
+
+
+def measure_episodes(game: str, out: Path, *, others: tuple[str, ...], games: int) -> None:
+    """Measures the agent in `out` of a one-player game: its search, its network alone (greedy:) and `others`
+    play the same `games` starts of the game's yardstick, one `azjax eval` command, a figure per agent."""
+    agent = f"pretrained:{game}" if out.resolve() == (REPO / "azjax" / "pretrained" / game).resolve() else str(out)
+    command = ["azjax", "eval", agent, f"greedy:{agent}", *others, "--games", str(games)]
+    result = _run_eval(command)
+    for name, judged in result["agents"].items():
+        what = {agent: "search", f"greedy:{agent}": "network alone"}.get(name, name)
+        exact = (f": {judged['solved']:.1%} of {games} boards solved, {judged['solved_optimally']:.1%} in the fewest "
+                 "moves" if "solved" in judged else "")
+        excess = f", {judged['excess_moves']:.2f} moves beyond the fewest" if "excess_moves" in judged else ""
+        _add(out, command, f"{what}{exact}{excess}; mean return {judged['return']:.2f} [{judged['return_low']:.2f}, "
+             f"{judged['return_high']:.2f}]", {name: judged})
 
 
 def table() -> str:

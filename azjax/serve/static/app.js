@@ -77,14 +77,20 @@ function agentsFor(game) {
     && !agent.excludes.includes(game));
 }
 
-function fillAgentSelect(select, game, preferred) {
+function isPuzzle(game) {
+  return page.info.num_players[game] === 1;  // one seat: the person solves it, or an agent does
+}
+
+function fillAgentSelect(select, game, preferred, withYou = false) {
   const before = select.value;
-  select.replaceChildren(...agentsFor(game).map((agent) => {
+  const choices = agentsFor(game).map((agent) => {
     const element = option(agent.spec, agent.spec);
     element.title = agent.about;
     return element;
-  }));
-  const specs = agentsFor(game).map((agent) => agent.spec);
+  });
+  if (withYou) choices.unshift(option(page.info.human, "You"));
+  select.replaceChildren(...choices);
+  const specs = choices.map((choice) => choice.value);
   select.value = specs.includes(before) ? before : (specs.includes(preferred) ? preferred : specs[0]);
 }
 
@@ -95,9 +101,14 @@ function strongestAgent(game) {
 
 function fillAgents() {
   const game = $("game").value;
-  fillAgentSelect($("agent"), game, strongestAgent(game));
-  fillAgentSelect($("watch-0"), game, "random");
+  const puzzle = isPuzzle(game);
+  fillAgentSelect($("agent"), game, strongestAgent(game), puzzle);
+  if (puzzle) $("agent").value = page.info.human;  // a puzzle chosen: you solve it, unless you pick an agent
+  fillAgentSelect($("watch-0"), game, puzzle ? strongestAgent(game) : "random");
   fillAgentSelect($("watch-1"), game, strongestAgent(game));
+  $("agent-label").textContent = puzzle ? "Solved by" : "Agent";
+  $("watch-0-label").textContent = puzzle ? "Solved by" : "First";
+  $("side-label").hidden = $("watch-1-label").hidden = puzzle;
 }
 
 function fillAnalysts(view) {
@@ -159,6 +170,7 @@ async function startGame(body) {
 
 function newGame() {
   const game = $("game").value;
+  if (isPuzzle(game)) return startGame({ game, players: [$("agent").value] });
   let side = $("side").value;
   if (side === "random") side = String(Math.floor(2 * Math.random()));
   const players = side === "0" ? [page.info.human, $("agent").value] : [$("agent").value, page.info.human];
@@ -166,9 +178,9 @@ function newGame() {
 }
 
 function watchGame() {
-  return startGame({
-    game: $("game").value, players: [$("watch-0").value, $("watch-1").value], pace: Number($("pace").value),
-  });
+  const game = $("game").value;
+  const players = isPuzzle(game) ? [$("watch-0").value] : [$("watch-0").value, $("watch-1").value];
+  return startGame({ game, players, pace: Number($("pace").value) });
 }
 
 function openRecord() {

@@ -62,9 +62,11 @@ GAMES = {
     # Pig: no openings (a random roll or hold would only handicap one side); judged by its exact solution.
     "pig": dict(seconds=600, opening_moves=0, opponents=("perfect", "hold:20", "random"), simulations=None,
                 eval_every=50),
-    # The 8-puzzle, one player: judged by its exact distances on uniformly random boards, with its search, its
-    # network alone and the random player (the "opponents" here play the same boards beside it).
-    "sliding_puzzle": dict(seconds=600, opening_moves=0, opponents=("random",), simulations=None, episodes=True),
+    # The 8-puzzle, one player: judged by its exact distances on uniformly random boards, with its search (128
+    # simulations, as it plays; and self-play's 16), its network alone and the random player (the "opponents"
+    # here play the same boards beside it).
+    "sliding_puzzle": dict(seconds=600, opening_moves=0, opponents=("random",), simulations=128, episodes=True,
+                           also_simulations=(16,)),
 }
 LABELLED = ("tic_tac_toe", "connect_four")  # games with solved positions (azjax.solver.positions)
 
@@ -120,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.reference:
         opponents += (args.reference,)
     if spec.get("episodes"):
-        measure_episodes(args.game, out, others=opponents, games=args.games)
+        measure_episodes(args.game, out, others=opponents, games=args.games,
+                         simulations=spec.get("also_simulations", ()))
         return 0
     measure(args.game, out, opponents=opponents, games=args.games, opening_moves=spec["opening_moves"],
             positions=args.positions and args.game in LABELLED,
@@ -231,14 +234,19 @@ def measure(game: str, out: Path, *, opponents: tuple[str, ...], games: int, ope
              f"{match['games']} games, {match['distinct_games']} distinct)", match)
 
 
-def measure_episodes(game: str, out: Path, *, others: tuple[str, ...], games: int) -> None:
-    """Measures the agent in `out` of a one-player game: its search, its network alone (greedy:) and `others`
-    play the same `games` starts of the game's yardstick, one `azjax eval` command, a figure per agent."""
+def measure_episodes(game: str, out: Path, *, others: tuple[str, ...], games: int,
+                     simulations: tuple[int, ...] = ()) -> None:
+    """Measures the agent in `out` of a one-player game: its search (as it plays, and with each of `simulations`),
+    its network alone (greedy:) and `others` play the same `games` starts of the game's yardstick, one `azjax eval`
+    command, a figure per agent."""
     agent = f"pretrained:{game}" if out.resolve() == (REPO / "azjax" / "pretrained" / game).resolve() else str(out)
-    command = ["azjax", "eval", agent, f"greedy:{agent}", *others, "--games", str(games)]
+    searches = [f"az:{agent}:{count}" for count in simulations]
+    command = ["azjax", "eval", agent, *searches, f"greedy:{agent}", *others, "--games", str(games)]
     result = _run_eval(command)
+    called = {agent: "search, as it plays", f"greedy:{agent}": "network alone"}
+    called.update({spec: f"search of {count} simulations" for spec, count in zip(searches, simulations, strict=True)})
     for name, judged in result["agents"].items():
-        what = {agent: "search", f"greedy:{agent}": "network alone"}.get(name, name)
+        what = called.get(name, name)
         exact = (f": {judged['solved']:.1%} of {games} boards solved, {judged['solved_optimally']:.1%} in the fewest "
                  "moves" if "solved" in judged else "")
         excess = f", {judged['excess_moves']:.2f} moves beyond the fewest" if "excess_moves" in judged else ""

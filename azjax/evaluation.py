@@ -284,9 +284,7 @@ def _episode_evaluator(config: Config, game: Game, specs: Sequence[str], *, num_
 def episode_starts(key: jax.Array, game: Game, num_episodes: int) -> State:
     """The starts a one-player game's agents are judged from: its yardstick's where it brings one with starts of
     its own (the sliding puzzle's uniformly random solvable boards), else the game's own `init`."""
-    exact = game.yardstick
-    init = exact.starts if exact is not None and exact.starts is not None else game.init
-    return jax.vmap(init)(jax.random.split(key, num_episodes))
+    return jax.vmap(game.judged_init)(jax.random.split(key, num_episodes))
 
 
 def judge_by_yardstick(game: Game, starts: State, played: episodes.Episodes) -> dict[str, float]:

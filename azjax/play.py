@@ -123,7 +123,8 @@ def play_alone(
 ) -> GameRecord:
     """A person plays a one-player game (a puzzle) through `input_fn` / `output_fn`, to its end or until they
     quit; with a `bot`, its move, value (the return it expects from there) and candidate moves are shown as a hint
-    before each move. The record's outcome is the return (the rewards summed), None if they quit."""
+    before each move. The puzzle starts where its yardstick draws its starts (`Game.yardstick`), else at `init`.
+    The record's outcome is the return (the rewards summed), None if they quit."""
     if game.num_players != 1:
         raise ValueError(f"{game.name} has {game.num_players} players: play it against an agent (play_game)")
     key = jax.random.key(0) if key is None else key
@@ -131,7 +132,7 @@ def play_alone(
     output_fn = output_fn or print
     init_key, agent_key = jax.random.split(key)
     step = jax.jit(game.step)
-    state, total = game.init(init_key), 0.0
+    state, total = game.judged_init(init_key), 0.0  # where its judge draws them (the 8-puzzle: a uniform board)
     moves: list[str] = []
     helper = f", with hints from {bot.name}" if bot is not None else ""
     output_fn(f"{game.name}, one player{helper}. Type a move such as {_example(game, state)!r}; 'help' lists the "

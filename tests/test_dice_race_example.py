@@ -5,28 +5,16 @@ the guide does."""
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from tiny import run_cli
+from tiny import load_example, run_cli
 
 from azjax import games
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "dice_race.py"
-
-
-def _load():
-    spec = importlib.util.spec_from_file_location("dice_race", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-dice_race = _load()
+dice_race, EXAMPLE = load_example("dice_race")
 
 
 @pytest.fixture(scope="module")

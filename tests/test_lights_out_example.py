@@ -4,30 +4,18 @@ the share solved and solved in the fewest presses from its own judge, in trainin
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from tiny import cli_args, run_cli
+from tiny import cli_args, load_example, run_cli
 
 from azjax import games
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "lights_out.py"
-
-
-def _load():
-    spec = importlib.util.spec_from_file_location("lights_out", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-lights_out = _load()
+lights_out, EXAMPLE = load_example("lights_out")
 
 
 @pytest.fixture(scope="module")

@@ -192,7 +192,7 @@ def test_a_person_solves_the_puzzle_alone(game):
     typed = iter(["help", "north", "down", "right"])
     shown = []
     state = game.from_ascii("1 2 3\n4 . 6\n7 5 8")
-    alone = dataclasses.replace(game, init=lambda key: state)
+    alone = dataclasses.replace(game, yardstick=dataclasses.replace(game.yardstick, starts=lambda key: state))
     record = play.play_alone(alone, input_fn=lambda prompt: next(typed), output_fn=shown.append)
     assert record.moves == ["down", "right"] and record.outcome == -2.0
     assert any("Legal moves" in line for line in shown) and shown[-1] == "Over after 2 moves: return -2."

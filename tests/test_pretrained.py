@@ -25,6 +25,7 @@ from azjax import (
     checkpointing,
     cli,
     config,
+    evaluation,
     exports,
     games,
     network_bots,
@@ -330,3 +331,19 @@ def test_a_shipped_agent_plays_with_its_cards_search(run, shipped):
     agent = azjax.load_agent("pretrained:tic_tac_toe")
     assert agent.config.search.num_simulations == 7 and config_.search.num_simulations != 7
     assert pretrained.describe("tic_tac_toe").startswith("pretrained:tic_tac_toe (plays with search.num_simulations 7)")
+
+
+def test_the_shipped_puzzle_agent_solves_the_boards_its_judge_draws():
+    """pretrained:sliding_puzzle plays with its card's 128 simulations (it trained with 16); its network alone
+    already solves most uniformly random boards, which random play never does within 40 moves."""
+    card = pretrained.card("sliding_puzzle")
+    assert card["play"] == {"search.num_simulations": 128}
+    assert card["training"]["command"].startswith("azjax train --game sliding_puzzle --seconds")
+    agent = azjax.load_agent("pretrained:sliding_puzzle")
+    assert agent.config.search.num_simulations == 128
+    judged = evaluation.judge_episodes(jax.random.key(0), agent.game, network_bots.greedy_bot(agent), 64)
+    randomly = evaluation.judge_episodes(jax.random.key(0), agent.game, bots.random_bot(), 64)
+    assert judged["solved"] >= 0.4 and randomly["solved"] <= 0.05, (judged, randomly)
+    code, out, err = run_cli(["play", "sliding_puzzle", "--seed", "1"], stdin="quit\n")  # the person solves it
+    assert code == 0, err
+    assert "with hints from pretrained:sliding_puzzle" in out and "hint: " in out, out

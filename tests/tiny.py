@@ -81,3 +81,15 @@ def run_cli(argv: list) -> tuple[int, str, str]:
         except SystemExit as exit_:
             code = exit_.code
     return code, out.getvalue(), err.getvalue()
+
+
+def load_example(name: str):
+    """The module examples/NAME.py of the repository (not a package: imported from its path), and its path."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "examples" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module, path

@@ -14,7 +14,8 @@ def add_arguments(commands) -> None:
         help="play against an agent in the terminal",
         description="Play a game against an agent in the terminal: type moves such as b2 (tic-tac-toe) or d "
         "(Connect Four); 'help' lists the legal moves, 'quit' stops. A one-player game (`azjax play "
-        "sliding_puzzle`) you play alone, or with a trained agent's hints (`azjax play RUN`). Agents: "
+        "sliding_puzzle`) you play alone, with its shipped agent's hints where one ships, or a trained agent's "
+        "(`azjax play RUN`). Agents: "
         + common.AGENT_HELP + ".",
     )
     play.add_argument("agent", nargs="?", metavar="AGENT", help="the opponent; a game's name plays the agent "
@@ -62,8 +63,11 @@ def run(args: argparse.Namespace) -> int:
 
     from azjax import agent_specs, games, play, pretrained
 
-    alone = _one_player_game(args.game if args.agent is None else args.agent)
-    if alone is not None and (args.agent is None or args.agent not in pretrained.names()):
+    named = args.game if args.agent is None else args.agent
+    alone = _one_player_game(named)
+    if alone is not None and games.canonical(named) in pretrained.names():
+        args.agent = pretrained.PREFIX + games.canonical(named)  # a puzzle with a shipped agent: its hints
+    elif alone is not None:
         # A one-player game named with no shipped agent: the person plays alone (a run given as the agent hints).
         print(f"{alone.name} is a one-player game: you play it alone.", flush=True)
         play.play_alone(alone, key=jax.random.key(args.seed if args.seed is not None else 0))

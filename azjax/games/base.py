@@ -219,6 +219,14 @@ class Game(Generic[S]):
     yardstick: Yardstick | None = None
 
     @property
+    def judged_init(self) -> Callable[[jax.Array], S]:
+        """`init` of the episodes an agent is judged on and a person plays: the yardstick's `starts` where the
+        game brings them (the 8-puzzle's uniformly random boards), else `init`."""
+        if self.yardstick is not None and self.yardstick.starts is not None:
+            return self.yardstick.starts
+        return self.init
+
+    @property
     def has_chance(self) -> bool:
         """Whether a chance event follows the moves (`num_chance_outcomes` > 0)."""
         return self.num_chance_outcomes > 0

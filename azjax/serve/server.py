@@ -778,8 +778,7 @@ def _start(game: Game, key: jax.Array) -> tuple[State, int | None]:
     """A new game's start (on the host): a puzzle's where its yardstick draws them, else `init`'s; and, where the
     yardstick knows them, the fewest moves that solve it (else None)."""
     yardstick = game.yardstick
-    starts = yardstick.starts if yardstick is not None and yardstick.starts is not None else game.init
-    start = jax.device_get(starts(key))
+    start = jax.device_get(game.judged_init(key))
     if yardstick is None or yardstick.fewest_moves is None:
         return start, None
     return start, int(yardstick.fewest_moves(jax.tree.map(lambda x: np.asarray(x)[None], start))[0])

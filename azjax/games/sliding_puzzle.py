@@ -31,7 +31,7 @@ ASCII (`render`, `from_ascii`): the rows of tiles with "." for the empty cell, t
 
 Judged exactly (`Game.yardstick`): episodes from uniformly random solvable starts, solved or not, and in how many
 moves beyond the fewest, by the distances of a breadth-first search from the solved board over every solvable
-arrangement (`azjax.solver.sliding_puzzle`; up to 3 x 3, the 15-puzzle's share solved alone).
+arrangement (`distances`, `fewest_moves`; up to 3 x 3, the 15-puzzle's share solved alone).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ ends unsolved after this many moves."""
 
 
 MAX_EXACT_SIZE = 3
-"""The largest size solved exactly (`azjax.solver.sliding_puzzle`): the 15-puzzle's 16! / 2 arrangements have no
+"""The largest size solved exactly (`distances`): the 15-puzzle's 16! / 2 arrangements have no
 table, so its judge reports the share solved alone."""
 
 
@@ -242,9 +242,57 @@ def _string_to_action(text: str) -> int:
 
 
 def _fewest_moves(starts: SlidingPuzzleState, *, size: int) -> np.ndarray:
-    from azjax.solver import sliding_puzzle  # late: the solver imports this module's tables
+    return fewest_moves(np.asarray(starts.board), size)
 
-    return sliding_puzzle.fewest_moves(np.asarray(starts.board), size)
+
+# The exact solution: breadth-first search over every arrangement (`azjax.solver.sliding_puzzle` re-exports it).
+
+
+def rank(boards: np.ndarray) -> np.ndarray:
+    """int64 [B]: each board's (int [B, N], a permutation of 0 .. N - 1) rank among the N! permutations."""
+    boards = np.asarray(boards, np.int64)
+    n = boards.shape[-1]
+    smaller_after = np.stack([np.sum(boards[:, i + 1:] < boards[:, i:i + 1], axis=1) for i in range(n)], axis=1)
+    weights = np.array([math.factorial(n - 1 - i) for i in range(n)], np.int64)
+    return smaller_after @ weights
+
+
+@functools.cache
+def distances(size: int = 3) -> np.ndarray:
+    """int8 [N!]: the fewest moves that solve each arrangement of a `size` x `size` board, by its `rank`; -1 where
+    it cannot be solved. Computed once per size, then cached."""
+    if size > MAX_EXACT_SIZE:
+        raise ValueError(f"no exact distances for the {size} x {size} puzzle ({math.factorial(size * size) // 2} "
+                         f"arrangements); sizes up to {MAX_EXACT_SIZE} are solved")
+    n = size * size
+    table = np.full(math.factorial(n), -1, np.int8)
+    neighbours = neighbour_table(size)
+    frontier = solved_board(size)[None].astype(np.int8)
+    table[rank(frontier)] = 0
+    depth = 0
+    while len(frontier):
+        depth += 1
+        blanks = np.argmax(frontier == 0, axis=1)
+        following = []
+        for action in range(4):
+            target = neighbours[blanks, action]
+            rows = np.flatnonzero(target >= 0)
+            moved = frontier[rows].copy()
+            moved[np.arange(len(rows)), blanks[rows]] = moved[np.arange(len(rows)), target[rows]]
+            moved[np.arange(len(rows)), target[rows]] = 0
+            following.append(moved)
+        boards = np.concatenate(following)
+        ranks = rank(boards)
+        ranks, first = np.unique(ranks, return_index=True)
+        new = table[ranks] < 0
+        table[ranks[new]] = depth
+        frontier = boards[first[new]]
+    return table
+
+
+def fewest_moves(boards: np.ndarray, size: int = 3) -> np.ndarray:
+    """int [B]: the fewest moves that solve each board (int [B, N], 0 the empty cell); -1 if unsolvable."""
+    return distances(size)[rank(boards)].astype(np.int64)
 
 
 def _yardstick(spec: _Spec) -> Yardstick:
@@ -261,6 +309,12 @@ def make_sliding_puzzle(size: int = 3, max_moves: int | None = None, uniform_sha
     """The sliding puzzle of `size` x `size` (3: the 8-puzzle), episodes of at most `max_moves` moves (default
     `MAX_MOVES[size]`), starts scrambled from the solved board by random walks, a `uniform_share` of them uniformly
     random instead; see the module docstring."""
+    return _make(size, max_moves, uniform_share, named=None)
+
+
+def _make(size: int, max_moves: int | None, uniform_share: float, *, named: str | None) -> Game:
+    """The puzzle (see `make_sliding_puzzle`), called "sliding_puzzle" with its options, or `named` with the
+    options other than its size."""
     if size not in MAX_MOVES:
         raise ValueError(f"sliding_puzzle: size {size!r}; choose one of {sorted(MAX_MOVES)}")
     max_moves = MAX_MOVES[size] if max_moves is None else int(max_moves)
@@ -269,11 +323,11 @@ def make_sliding_puzzle(size: int = 3, max_moves: int | None = None, uniform_sha
     if not 0.0 <= uniform_share <= 1.0:
         raise ValueError(f"sliding_puzzle: uniform_share must lie in [0, 1], got {uniform_share!r}")
     spec = _Spec(size, max_moves, float(uniform_share))
-    options = [f"size={size}"] if size != 3 else []
+    options = [f"size={size}"] if size != 3 and named is None else []
     options += [f"max_moves={max_moves}"] if max_moves != MAX_MOVES[size] else []
     options += [f"uniform_share={uniform_share:g}"] if uniform_share != 0.0 else []
     return Game(
-        name="sliding_puzzle" + (f"({', '.join(options)})" if options else ""),
+        name=(named or "sliding_puzzle") + (f"({', '.join(options)})" if options else ""),
         num_actions=4,
         observation_shape=(size, size, size * size + 1),
         max_length=max_moves,
@@ -296,7 +350,7 @@ def make_sliding_puzzle4(max_moves: int | None = None, uniform_share: float = 0.
     """The 15-puzzle, `make_sliding_puzzle(size=4)` under its own name "sliding_puzzle4" (for its preset and the
     command line, which passes no options): no exact judge (16! / 2 arrangements), so its evaluation reports the
     share solved alone."""
-    return make_sliding_puzzle(4, max_moves, uniform_share)
+    return _make(4, max_moves, uniform_share, named="sliding_puzzle4")
 
 
 def is_solved(states: SlidingPuzzleState) -> jax.Array:
@@ -305,5 +359,6 @@ def is_solved(states: SlidingPuzzleState) -> jax.Array:
     return jnp.all(states.board == jnp.asarray(solved_board(size)), axis=-1)
 
 
-__all__ = ["DIRECTIONS", "MAX_EXACT_SIZE", "MAX_MOVES", "SlidingPuzzleState", "is_solvable", "is_solved",
-           "make_sliding_puzzle", "make_sliding_puzzle4", "neighbour_table", "solved_board"]
+__all__ = ["DIRECTIONS", "MAX_EXACT_SIZE", "MAX_MOVES", "SlidingPuzzleState", "distances", "fewest_moves",
+           "is_solvable", "is_solved", "make_sliding_puzzle", "make_sliding_puzzle4", "neighbour_table", "rank",
+           "solved_board"]

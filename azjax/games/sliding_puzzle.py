@@ -9,12 +9,13 @@ from a position is minus the moves it takes to solve it; the episode ends when t
 
 Starts. `init(key)` scrambles the solved board by a random walk of k moves of the empty cell, k uniform in 1 ..
 max_moves, each move drawn among those that do not undo the one before (a start that comes back to the solved board
-gets one more move): starts at every distance from the solution (the 8-puzzle's from 1 to 29 moves, 15 on
-average), the near ones solved by search while the network knows nothing yet. With probability `uniform_share`
-(option; default 0) it draws instead a start uniformly among the solvable arrangements other than the solved one
-(half of all N! arrangements; 181,440 for the 8-puzzle, 22 moves from the solution on average): a random
-permutation, made solvable by swapping its first two tiles where it is not (a bijection between the two halves that
-keeps the empty cell), and on the one draw in N! / 2 that is already solved, one move of the empty cell.
+gets one more move): starts at every distance from the solution (the distances the walks reach are measured in
+experiments/studies/sliding_puzzle/README.md), the near ones solved by search while the network knows nothing yet.
+With probability `uniform_share` (option; default 0) it draws instead a start uniformly among the solvable
+arrangements other than the solved one (half of all N! arrangements; 181,440 for the 8-puzzle, 22 moves from the
+solution on average): a random permutation, made solvable by swapping its first two tiles where it is not (a
+bijection between the two halves that keeps the empty cell), and on the one draw in N! / 2 that is already solved,
+one move of the empty cell.
 `uniform_share=1` gives uniform starts only, as the puzzle's exact judge (`Game.yardstick`) draws them. The key is
 used by `init` only; the moves are deterministic.
 
